@@ -1,0 +1,28 @@
+/*
+ * Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#ifndef OVS_FORK_H
+#define OVS_FORK_H 1
+
+/* Identity of the async vhost fork of Open vSwitch.
+ *
+ * Every program's "--version" appends this suffix to the upstream version
+ * ("ovs-vswitchd (Open vSwitch) 3.1.0+async"), so that an operator can
+ * tell the fork from stock Open vSwitch at a glance.  Bump it only
+ * together with NEWS. */
+#define OVS_FORK_VERSION_SUFFIX "+async"
+
+#endif /* ovs-fork.h */

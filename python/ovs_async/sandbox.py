@@ -1,0 +1,568 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""A private Open vSwitch (DPDK, netdev datapath) with vhost-user guests.
+
+The sandbox runs its own ovsdb-server and ovs-vswitchd from the fork's
+build tree, in a private run/log/db directory, with N dpdkvhostuserclient
+ports, and starts ovs-vhost-guest processes facing those ports.  It is
+what the demo, the tests and the benchmark use.
+
+It only ever signals processes it started itself (by their pid), and
+removes its sockets and the DPDK runtime directories of the file prefixes
+it chose, also after a failure, Ctrl-C or SIGTERM.
+"""
+
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+
+class SandboxError(Exception):
+    """A sandbox could not be set up or a command in it failed."""
+
+
+def build_dir():
+    """The upstream build tree of the fork (OVS_ASYNC_BUILD or _build/)."""
+    d = os.environ.get("OVS_ASYNC_BUILD")
+    if not d:
+        top = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        d = os.path.join(top, "_build", "openvswitch")
+    if not os.path.exists(os.path.join(d, "vswitchd", "ovs-vswitchd")):
+        raise SandboxError("%s has no built ovs-vswitchd: run "
+                           "'./ovs-fork build' first" % d)
+    return d
+
+
+def _meminfo():
+    info = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            key, value = line.split(":", 1)
+            info[key] = int(value.split()[0])
+    return info
+
+
+def hugetlbfs_mounted():
+    with open("/proc/mounts") as f:
+        return any(line.split()[2] == "hugetlbfs" for line in f)
+
+
+def ensure_hugepages(mbytes=4096):
+    """Makes 'mbytes' of free 2 MB hugepages available, as root.
+
+    Returns None on success, else a sentence that says why not."""
+    info = _meminfo()
+    page_kb = info.get("Hugepagesize", 2048)
+    want = mbytes * 1024 // page_kb
+    free = info.get("HugePages_Free", 0)
+    if free < want:
+        total = info.get("HugePages_Total", 0) + want - free
+        try:
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write("%d\n" % total)
+        except OSError as e:
+            return "cannot allocate hugepages (%s)" % e.strerror
+        free = _meminfo().get("HugePages_Free", 0)
+        if free < want:
+            return ("only %d of %d hugepages could be allocated"
+                    % (free, want))
+    if not hugetlbfs_mounted():
+        os.makedirs("/dev/hugepages", exist_ok=True)
+        r = subprocess.run(["mount", "-t", "hugetlbfs", "nodev",
+                            "/dev/hugepages"], capture_output=True,
+                           text=True)
+        if r.returncode:
+            return "cannot mount hugetlbfs: %s" % r.stderr.strip()
+    return None
+
+
+class Guest(object):
+    """One ovs-vhost-guest process (it may play several guest ports)."""
+
+    def __init__(self, sandbox, name, argv, log_path):
+        self.sandbox = sandbox
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.json_path = log_path + ".json"
+        self._out = open(self.json_path, "w")
+        self._err = open(log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self._out,
+                                     stderr=self._err,
+                                     stdin=subprocess.DEVNULL)
+        self.result = None
+        self.returncode = None
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def wait(self, timeout=None):
+        """Waits for the guest; returns its final JSON (a dict)."""
+        try:
+            self.returncode = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise SandboxError("guest %s did not finish within %s s; "
+                               "see %s" % (self.name, timeout,
+                                           self.log_path))
+        self._out.close()
+        self._err.close()
+        with open(self.json_path) as f:
+            text = f.read().strip()
+        try:
+            self.result = json.loads(text.splitlines()[-1]) if text else None
+        except ValueError:
+            self.result = None
+        if self.result is None:
+            raise SandboxError("guest %s exited %d without a result; its "
+                               "log %s ends with:\n%s"
+                               % (self.name, self.returncode, self.log_path,
+                                  self.log_tail()))
+        return self.result
+
+    def log_tail(self, lines=15):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Stops the guest if it still runs (by its pid only)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.returncode = self.proc.returncode
+
+
+class Sandbox(object):
+    """A private ovsdb-server + ovs-vswitchd with vhost-user client ports.
+
+    ports: number of dpdkvhostuserclient ports (v0, v1, ...), OpenFlow
+    port numbers 1, 2, ...  pmd_cpus: CPUs for PMD threads.  dma: number
+    of dma_skeleton vdevs to create.  huge: "auto" (hugepages when they can
+    be allocated, else --no-huge), True or False.  topology: "loop"
+    (v0<->v1, v2<->v3, ...), "none" or a list of OpenFlow flows."""
+
+    def __init__(self, ports=2, pmd_cpus=(1,), dma=0, huge="auto",
+                 topology="loop", mtu=None, other_config=None,
+                 guest_cpu=0, name=None, log=None, keep=False):
+        if not isinstance(ports, int) or not 1 <= ports <= 64:
+            raise SandboxError("ports must be 1 to 64, not %r" % (ports,))
+        ncpu = os.cpu_count() or 1
+        for cpu in list(pmd_cpus) + [guest_cpu]:
+            if not isinstance(cpu, int) or not 0 <= cpu < ncpu:
+                raise SandboxError("CPU %r does not exist on this machine "
+                                   "(CPUs 0-%d)" % (cpu, ncpu - 1))
+        if not isinstance(dma, int) or not 0 <= dma <= 16:
+            raise SandboxError("dma must be 0 to 16, not %r" % (dma,))
+        if huge not in ("auto", True, False):
+            raise SandboxError("huge must be auto, True or False")
+        if (topology not in ("loop", "none")
+                and not isinstance(topology, (list, tuple))):
+            raise SandboxError("unknown topology %r (loop, none or a list "
+                               "of flows)" % (topology,))
+        if topology == "loop" and ports % 2:
+            raise SandboxError("the loop topology needs an even number of "
+                               "ports, not %d" % ports)
+        self.n_ports = ports
+        self.pmd_cpus = list(pmd_cpus)
+        self.n_dma = dma
+        self.huge_req = huge
+        self.topology = topology
+        self.mtu = mtu
+        self.other_config = dict(other_config or {})
+        self.guest_cpu = guest_cpu
+        self.log = log or (lambda msg: None)
+        self.keep = keep
+        self.name = name or "ovsa%d" % os.getpid()
+        self.build = build_dir()
+        self.huge = None
+        self.dir = None
+        self.procs = {}
+        self.guests = []
+        self.prefixes = []
+        self.ports = []
+        self._guest_seq = 0
+
+    # ---- life cycle -------------------------------------------------------
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self):
+        """Prepares the sandbox (if not yet) and launches the switch."""
+        if self.dir is None:
+            self.prepare()
+        try:
+            self._launch()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def prepare(self):
+        """Chooses hugepages or --no-huge and makes the private directory.
+
+        After this, socket paths are known and guests can start before the
+        switch does."""
+        atexit.register(self.stop)
+        self._install_signal_handlers()
+        try:
+            self._prepare()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _install_signal_handlers(self):
+        def handler(signum, frame):
+            raise SystemExit(128 + signum)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                    signal.signal(sig, handler)
+            except ValueError:
+                pass            # Not the main thread.
+
+    def _prepare(self):
+        self.dir = tempfile.mkdtemp(prefix="%s." % self.name)
+        for sub in ("run", "log", "db"):
+            os.makedirs(os.path.join(self.dir, sub))
+        self.env = dict(os.environ)
+        self.env.update({
+            "OVS_RUNDIR": self.rundir, "OVS_LOGDIR": self.logdir,
+            "OVS_DBDIR": os.path.join(self.dir, "db"),
+            "OVS_SYSCONFDIR": self.dir, "OVS_PKGDATADIR": self.build,
+            "OVS_BINDIR": os.path.join(self.build, "utilities")})
+
+        if self.huge_req in ("auto", True):
+            why = ensure_hugepages()
+            if why and self.huge_req is True:
+                raise SandboxError("hugepages required but " + why)
+            self.huge = why is None
+            self.log("sandbox: %s" % ("using 2 MB hugepages" if self.huge
+                                      else "no hugepages (%s): running "
+                                      "with --no-huge" % why))
+        else:
+            self.huge = False
+            self.log("sandbox: running with --no-huge")
+
+    def _launch(self):
+        db = os.path.join(self.dir, "db", "conf.db")
+        self._run([self._bin("ovsdb/ovsdb-tool"), "create", db,
+                   os.path.join(self.build, "vswitchd/vswitch.ovsschema")])
+        self._spawn("ovsdb-server", [
+            self._bin("ovsdb/ovsdb-server"), db,
+            "--remote=punix:" + self.db_sock,
+            "--pidfile=" + os.path.join(self.rundir, "ovsdb-server.pid"),
+            "--log-file=" + os.path.join(self.logdir, "ovsdb-server.log"),
+            "-vconsole:off", "--no-chdir"])
+        self._wait_for(lambda: os.path.exists(self.db_sock), 10,
+                       "ovsdb-server did not create its socket")
+        self.vsctl("--no-wait", "init")
+
+        prefix = self._prefix("ovs")
+        extra = ["--no-pci", "--iova-mode=va", "--file-prefix=" + prefix]
+        if not self.huge:
+            extra += ["--no-huge", "--legacy-mem", "-m", "2048"]
+        for i in range(self.n_dma):
+            extra.append("--vdev=dma_skeleton%d" % i)
+        oc = {"dpdk-init": "true", "dpdk-extra": " ".join(extra),
+              "pmd-cpu-mask": "0x%x" % sum(1 << c for c in self.pmd_cpus)}
+        oc.update(self.other_config)
+        self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
+                   *["other_config:%s=%s" % (k, json.dumps(v))
+                     for k, v in oc.items()])
+
+        self._spawn("ovs-vswitchd", [
+            self._bin("vswitchd/ovs-vswitchd"), "unix:" + self.db_sock,
+            "--pidfile=" + os.path.join(self.rundir, "ovs-vswitchd.pid"),
+            "--log-file=" + os.path.join(self.logdir, "ovs-vswitchd.log"),
+            "-vconsole:off", "--no-chdir"])
+        self.vsctl("--timeout=60", "add-br", "br0", "--", "set", "bridge",
+                   "br0", "datapath_type=netdev")
+        dpdk = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized")
+        if dpdk.strip() != "true":
+            raise SandboxError("DPDK did not initialize; see %s"
+                               % self.vswitchd_log)
+        for i in range(self.n_ports):
+            self.add_port("v%d" % i, ofport=i + 1)
+        self.set_topology(self.topology)
+
+    def stop(self):
+        """Stops everything this sandbox started; safe to call twice."""
+        for g in self.guests:
+            g.stop()
+        self.guests = []
+        for name in ("ovs-vswitchd", "ovsdb-server"):
+            p = self.procs.pop(name, None)
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        for prefix in self.prefixes:
+            shutil.rmtree(os.path.join("/var/run/dpdk", prefix),
+                          ignore_errors=True)
+        self.prefixes = []
+        if self.dir and not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            atexit.unregister(self.stop)
+        except Exception:
+            pass
+
+    # ---- paths and helpers ------------------------------------------------
+
+    @property
+    def rundir(self):
+        return os.path.join(self.dir, "run")
+
+    @property
+    def logdir(self):
+        return os.path.join(self.dir, "log")
+
+    @property
+    def db_sock(self):
+        return os.path.join(self.rundir, "db.sock")
+
+    @property
+    def vswitchd_log(self):
+        return os.path.join(self.logdir, "ovs-vswitchd.log")
+
+    def sock(self, port):
+        return os.path.join(self.rundir, "%s.sock" % port)
+
+    def _bin(self, rel):
+        return os.path.join(self.build, rel)
+
+    def _prefix(self, what):
+        p = "%s-%s" % (self.name, what)
+        self.prefixes.append(p)
+        return p
+
+    def _spawn(self, name, argv):
+        out = open(os.path.join(self.logdir, name + ".out"), "w")
+        self.procs[name] = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, env=self.env, cwd=self.dir)
+        out.close()
+
+    def _wait_for(self, cond, timeout, what):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if cond():
+                return
+            for name, p in self.procs.items():
+                if p.poll() is not None:
+                    raise SandboxError("%s exited (%d) while waiting: %s"
+                                       % (name, p.returncode, what))
+            time.sleep(0.05)
+        raise SandboxError(what)
+
+    def _run(self, argv, check=True, timeout=120):
+        r = subprocess.run(argv, capture_output=True, text=True,
+                           env=getattr(self, "env", None), timeout=timeout)
+        if check and r.returncode:
+            raise SandboxError("%s failed (%d): %s"
+                               % (" ".join(argv), r.returncode,
+                                  (r.stderr or r.stdout).strip()))
+        return r
+
+    def vsctl(self, *args, check=True):
+        return self._run([self._bin("utilities/ovs-vsctl"),
+                          "--db=unix:" + self.db_sock] + list(args),
+                         check=check).stdout
+
+    def appctl(self, *args, check=True):
+        r = self._run([self._bin("utilities/ovs-appctl"), "--timeout=30",
+                       "--target=" + os.path.join(
+                           self.rundir, "ovs-vswitchd.%d.ctl"
+                           % self.procs["ovs-vswitchd"].pid)] + list(args),
+                      check=check)
+        return r if not check else r.stdout
+
+    def ofctl(self, *args):
+        return self._run([self._bin("utilities/ovs-ofctl")] + list(args),
+                         ).stdout
+
+    def vswitchd_alive(self):
+        p = self.procs.get("ovs-vswitchd")
+        return p is not None and p.poll() is None
+
+    # ---- ports, flows -----------------------------------------------------
+
+    def add_port(self, name, ofport=None, options=None):
+        args = ["add-port", "br0", name, "--", "set", "Interface", name,
+                "type=dpdkvhostuserclient",
+                "options:vhost-server-path=%s" % self.sock(name)]
+        if ofport:
+            args.append("ofport_request=%d" % ofport)
+        if self.mtu:
+            args.append("mtu_request=%d" % self.mtu)
+        for k, v in (options or {}).items():
+            args.append("options:%s=%s" % (k, v))
+        self.vsctl("--timeout=30", *args)
+        if name not in self.ports:
+            self.ports.append(name)
+
+    def del_port(self, name):
+        self.vsctl("--timeout=30", "del-port", "br0", name)
+        self.ports.remove(name)
+
+    def set_topology(self, topology):
+        self.ofctl("del-flows", "br0")
+        if topology == "none":
+            flows = []
+        elif topology == "loop":
+            flows = []
+            for i in range(0, self.n_ports, 2):
+                flows.append("in_port=%d,actions=output:%d" % (i + 1, i + 2))
+                flows.append("in_port=%d,actions=output:%d" % (i + 2, i + 1))
+        else:
+            flows = list(topology)
+        for flow in flows:
+            self.ofctl("add-flow", "br0", flow)
+
+    # ---- guests -----------------------------------------------------------
+
+    def guest_binary(self):
+        return self._bin("utilities/ovs-vhost-guest")
+
+    def guest_eal(self, prefix):
+        eal = ["--no-pci", "--single-file-segments", "--iova-mode=va",
+               "--file-prefix=" + prefix, "-l", str(self.guest_cpu)]
+        if self.huge:
+            eal += ["--in-memory"]
+        else:
+            eal += ["--no-huge", "-m", "1024"]
+        return eal
+
+    def start_guest(self, ports, args=(), name=None):
+        """Starts one ovs-vhost-guest process.
+
+        ports: list of (port_name, role) or (port_name, role, queues);
+        args: further options of the tool (--size, --duration, ...)."""
+        self._guest_seq += 1
+        name = name or "guest%d" % self._guest_seq
+        argv = [self.guest_binary()] + self.guest_eal(self._prefix(name))
+        argv.append("--")
+        for p in ports:
+            port, role = p[0], p[1]
+            queues = p[2] if len(p) > 2 else 1
+            argv += ["--port", "%s,role=%s,queues=%d"
+                     % (self.sock(port), role, queues)]
+        argv += [str(a) for a in args]
+        g = Guest(self, name, argv, os.path.join(self.logdir,
+                                                 name + ".log"))
+        self.guests.append(g)
+        return g
+
+    # ---- statistics -------------------------------------------------------
+
+    def clear_pmd_stats(self):
+        self.appctl("dpif-netdev/pmd-stats-clear")
+
+    def pmd_perf(self):
+        """Parses 'dpif-netdev/pmd-perf-show' into {core_id: {...}}."""
+        text = self.appctl("dpif-netdev/pmd-perf-show")
+        pmds = {}
+        cur = None
+        for line in text.splitlines():
+            m = re.match(r"pmd thread numa_id (\d+) core_id (\d+):", line)
+            if m:
+                cur = pmds.setdefault(int(m.group(2)), {
+                    "rx_packets": 0, "kpps": 0.0, "cycles_per_pkt": 0.0,
+                    "tx_packets": 0, "pkts_per_batch": 0.0,
+                    "busy_pct": 0.0})
+                continue
+            if cur is None:
+                continue
+            m = re.match(r"\s+Rx packets:\s+(\d+)\s+\(([\d.]+) Kpps, "
+                         r"([\d.]+) cycles/pkt\)", line)
+            if m:
+                cur["rx_packets"] = int(m.group(1))
+                cur["kpps"] = float(m.group(2))
+                cur["cycles_per_pkt"] = float(m.group(3))
+            m = re.match(r"\s+Tx packets:\s+(\d+)", line)
+            if m:
+                cur["tx_packets"] = int(m.group(1))
+            m = re.match(r"\s+Tx batches:\s+\d+\s+\(([\d.]+) pkts/batch",
+                         line)
+            if m:
+                cur["pkts_per_batch"] = float(m.group(1))
+            m = re.match(r"\s+- busy iterations:\s+\d+\s+\(\s*([\d.]+) %",
+                         line)
+            if m:
+                cur["busy_pct"] = float(m.group(1))
+        return pmds
+
+    def port_stats(self):
+        """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
+        text = self.appctl("dpctl/show", "-s")
+        stats = {}
+        cur = None
+        for line in text.splitlines():
+            m = re.match(r"\s+port \d+: (\S+)", line)
+            if m:
+                cur = stats.setdefault(m.group(1), {})
+                continue
+            m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\d+) "
+                         r"dropped:(\d+)", line)
+            if m and cur is not None:
+                d = m.group(1).lower()
+                cur[d + "_packets"] = int(m.group(2))
+                cur[d + "_errors"] = int(m.group(3))
+                cur[d + "_dropped"] = int(m.group(4))
+        return stats
+
+    def dropped(self):
+        """Packets the switch dropped and counted, over all our ports."""
+        return sum(s.get("tx_dropped", 0) + s.get("rx_dropped", 0)
+                   for name, s in self.port_stats().items()
+                   if name in self.ports)
+
+    def mempool_in_use(self):
+        """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info."""
+        text = self.appctl("netdev-dpdk/get-mempool-info")
+        pools = {}
+        name = None
+        for line in text.splitlines():
+            m = re.match(r"mempool <([^>]+)>", line)
+            if m:
+                name = m.group(1)
+            m = re.match(r"\s+in_use=(\d+)", line)
+            if m and name:
+                pools[name] = int(m.group(1))
+        return pools

@@ -1,0 +1,80 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""One verified traffic run through a sandbox, with the PMD's view of it.
+
+Used by the demo, the tests and the benchmark, so that all of them measure
+and judge a run the same way."""
+
+from ovs_async.sandbox import SandboxError
+
+
+def loop_run(sb, pair=0, size=64, duration=3.0, queues=1, extra=()):
+    """Runs ovs-vhost-guest on ports v(2*pair) (gen+sink) and v(2*pair+1)
+    (loop) of a loop-topology sandbox: every frame crosses the switch
+    twice and comes back to be verified.
+
+    Returns a dict: the guest's JSON result ("guest"), the PMD perf stats
+    over the run ("pmds"), the frames the switch dropped and counted
+    ("switch_dropped") and a one-word verdict."""
+    a, b = "v%d" % (2 * pair), "v%d" % (2 * pair + 1)
+    before = sb.port_stats()
+    g = sb.start_guest([(a, "gen+sink", queues), (b, "loop", queues)],
+                       ["--size", size, "--duration", duration] + list(extra))
+    # The guest waits for its links, then generates; clear the PMD
+    # statistics as late as possible before traffic so that cycles/packet
+    # describe the traffic, not the start-up.
+    sb.clear_pmd_stats()
+    res = g.wait(timeout=duration + 90)
+    pmds = sb.pmd_perf()
+    after = sb.port_stats()
+    dropped = 0
+    for port in (a, b):
+        for key in ("tx_dropped", "rx_dropped"):
+            dropped += (after.get(port, {}).get(key, 0)
+                        - before.get(port, {}).get(key, 0))
+    return summarize(res, pmds, dropped, g.returncode)
+
+
+def summarize(res, pmds, dropped, returncode):
+    rx = sum(p["rx_packets"] for p in pmds.values())
+    cycles = (sum(p["cycles_per_pkt"] * p["rx_packets"]
+                  for p in pmds.values()) / rx) if rx else 0.0
+    accounted = res["lost"] - dropped - res.get("loop_dropped", 0)
+    if res["corrupted"] or res["duplicates"] or res.get("misdelivered"):
+        verdict = "CORRUPT"
+    elif returncode != 0:
+        verdict = "FAILED"
+    elif accounted != 0:
+        verdict = "UNCOUNTED-LOSS"
+    elif res["rx_pkts"] == 0:
+        verdict = "NO-TRAFFIC"
+    else:
+        verdict = "verified"
+    return {"guest": res, "pmds": pmds, "switch_dropped": dropped,
+            "uncounted_loss": accounted, "pmd_rx_packets": rx,
+            "cycles_per_pkt": cycles, "verdict": verdict,
+            "returncode": returncode}
+
+
+def check(run):
+    """Raises SandboxError unless 'run' is verified."""
+    if run["verdict"] != "verified":
+        g = run["guest"]
+        raise SandboxError(
+            "traffic not verified (%s): tx %d rx %d lost %d (switch "
+            "dropped %d, loop dropped %d) corrupted %d duplicates %d"
+            % (run["verdict"], g["tx_pkts"], g["rx_pkts"], g["lost"],
+               run["switch_dropped"], g.get("loop_dropped", 0),
+               g["corrupted"], g["duplicates"]))
