@@ -115,6 +115,26 @@ class Guest(object):
     def running(self):
         return self.proc.poll() is None
 
+    def log_has(self, text):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return text in f.read()
+        except OSError:
+            return False
+
+    def result_ready(self):
+        """True once the guest printed its final JSON line."""
+        try:
+            with open(self.json_path) as f:
+                return f.read().endswith("}\n")
+        except OSError:
+            return False
+
+    def release(self):
+        """Lets a guest started with --hold go on (SIGUSR1)."""
+        if self.running():
+            self.proc.send_signal(signal.SIGUSR1)
+
     def wait(self, timeout=None):
         """Waits for the guest; returns its final JSON (a dict)."""
         try:
@@ -169,7 +189,8 @@ class Sandbox(object):
 
     def __init__(self, ports=2, pmd_cpus=(1,), dma=0, huge="auto",
                  topology="loop", mtu=None, other_config=None,
-                 guest_cpu=0, name=None, log=None, keep=False):
+                 guest_cpu=0, name=None, log=None, keep=False,
+                 dma_driver="dma_skeleton", dma_cpus=None):
         if not isinstance(ports, int) or not 1 <= ports <= 64:
             raise SandboxError("ports must be 1 to 64, not %r" % (ports,))
         ncpu = os.cpu_count() or 1
@@ -179,6 +200,9 @@ class Sandbox(object):
                                    "(CPUs 0-%d)" % (cpu, ncpu - 1))
         if not isinstance(dma, int) or not 0 <= dma <= 16:
             raise SandboxError("dma must be 0 to 16, not %r" % (dma,))
+        if dma_driver not in ("dma_skeleton", "dma_swcopy"):
+            raise SandboxError("unknown DMA engine %r (dma_skeleton or "
+                               "dma_swcopy)" % (dma_driver,))
         if huge not in ("auto", True, False):
             raise SandboxError("huge must be auto, True or False")
         if (topology not in ("loop", "none")
@@ -191,6 +215,9 @@ class Sandbox(object):
         self.n_ports = ports
         self.pmd_cpus = list(pmd_cpus)
         self.n_dma = dma
+        self.dma_driver = dma_driver
+        # Engine threads share the guests' CPU by default, away from PMDs.
+        self.dma_cpus = list(dma_cpus) if dma_cpus else [guest_cpu]
         self.huge_req = huge
         self.topology = topology
         self.mtu = mtu
@@ -295,7 +322,8 @@ class Sandbox(object):
         if not self.huge:
             extra += ["--no-huge", "--legacy-mem", "-m", "2048"]
         for i in range(self.n_dma):
-            extra.append("--vdev=dma_skeleton%d" % i)
+            extra.append("--vdev=%s%d,lcore=%d" % (
+                self.dma_driver, i, self.dma_cpus[i % len(self.dma_cpus)]))
         oc = {"dpdk-init": "true", "dpdk-extra": " ".join(extra),
               "pmd-cpu-mask": "0x%x" % sum(1 << c for c in self.pmd_cpus)}
         oc.update(self.other_config)
@@ -303,7 +331,10 @@ class Sandbox(object):
                    *["other_config:%s=%s" % (k, json.dumps(v))
                      for k, v in oc.items()])
 
+        # A network namespace of its own keeps the datapath's tap devices
+        # (ovs-netdev, br0) apart from the host's and other sandboxes'.
         self._spawn("ovs-vswitchd", [
+            "unshare", "--net", "--",
             self._bin("vswitchd/ovs-vswitchd"), "unix:" + self.db_sock,
             "--pidfile=" + os.path.join(self.rundir, "ovs-vswitchd.pid"),
             "--log-file=" + os.path.join(self.logdir, "ovs-vswitchd.log"),
@@ -416,6 +447,32 @@ class Sandbox(object):
     def ofctl(self, *args):
         return self._run([self._bin("utilities/ovs-ofctl")] + list(args),
                          ).stdout
+
+    def set_copy_mode(self, mode, port=None):
+        """Sets the vhost copy mode of 'port' (or of all ports) by appctl
+        and waits until it is applied."""
+        args = ["netdev-dpdk/vhost-copy-mode-set"]
+        args += [port] if port else []
+        self.appctl(*(args + [mode]))
+        ports = [port] if port else list(self.ports)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if all(self.copy_mode(p) == mode for p in ports):
+                return
+            time.sleep(0.1)
+        raise SandboxError("copy mode %s not applied: %s" % (
+            mode, self.appctl("netdev-dpdk/vhost-copy-mode-get")))
+
+    def copy_mode(self, port):
+        """The copy mode in use by 'port'."""
+        out = self.appctl("netdev-dpdk/vhost-copy-mode-get", port)
+        return out.split(":", 1)[1].split()[0]
+
+    def custom_stats(self, port):
+        """The port's statistics column as a dict (refreshed every 5 s)."""
+        text = self.vsctl("get", "Interface", port, "statistics").strip()
+        return {k: int(v) for k, v in
+                (kv.split("=") for kv in text.strip("{}").split(", ") if kv)}
 
     def vswitchd_alive(self):
         p = self.procs.get("ovs-vswitchd")
@@ -538,20 +595,13 @@ class Sandbox(object):
             if m:
                 cur = stats.setdefault(m.group(1), {})
                 continue
-            m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\d+) "
+            m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\S+) "
                          r"dropped:(\d+)", line)
             if m and cur is not None:
                 d = m.group(1).lower()
                 cur[d + "_packets"] = int(m.group(2))
-                cur[d + "_errors"] = int(m.group(3))
                 cur[d + "_dropped"] = int(m.group(4))
         return stats
-
-    def dropped(self):
-        """Packets the switch dropped and counted, over all our ports."""
-        return sum(s.get("tx_dropped", 0) + s.get("rx_dropped", 0)
-                   for name, s in self.port_stats().items()
-                   if name in self.ports)
 
     def mempool_in_use(self):
         """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info."""

@@ -17,7 +17,12 @@
 Used by the demo, the tests and the benchmark, so that all of them measure
 and judge a run the same way."""
 
+import time
+
 from ovs_async.sandbox import SandboxError
+
+
+HOLD = 120   # Seconds a held guest waits for the harness at most.
 
 
 def loop_run(sb, pair=0, size=64, duration=3.0, queues=1, extra=()):
@@ -29,22 +34,57 @@ def loop_run(sb, pair=0, size=64, duration=3.0, queues=1, extra=()):
     over the run ("pmds"), the frames the switch dropped and counted
     ("switch_dropped") and a one-word verdict."""
     a, b = "v%d" % (2 * pair), "v%d" % (2 * pair + 1)
+    g = start_held(sb, [(a, "gen+sink", queues), (b, "loop", queues)],
+                   ["--size", size, "--duration", duration] + list(extra))
+    return finish(sb, g, (a, b), timeout=duration + 90)
+
+
+def start_held(sb, ports, args, name=None):
+    """Starts a guest that waits for finish() before and after its run."""
+    return sb.start_guest(ports, list(args) + ["--hold", HOLD], name=name)
+
+
+def wait_for(guest, cond, timeout, what):
+    deadline = time.time() + timeout
+    while not cond():
+        if not guest.running():
+            raise SandboxError("guest %s exited before it was %s; its log "
+                               "ends with:\n%s" % (guest.name, what,
+                                                   guest.log_tail()))
+        if time.time() > deadline:
+            guest.stop()
+            raise SandboxError("guest %s not %s within %d s"
+                               % (guest.name, what, timeout))
+        time.sleep(0.02)
+
+
+def finish(sb, guest, ports, timeout):
+    """Runs a guest started by start_held() and judges its run over
+    'ports'.
+
+    The counters of a vhost port can only be read while its guest is
+    connected, and the guest connects before its warm-up: the held guest
+    waits until the harness has read them after the warm-up, and again
+    after its result, so that the difference is exactly the run's."""
+    wait_for(guest, lambda: guest.log_has("ready; waiting"), 120, "ready")
     before = sb.port_stats()
-    g = sb.start_guest([(a, "gen+sink", queues), (b, "loop", queues)],
-                       ["--size", size, "--duration", duration] + list(extra))
-    # The guest waits for its links, then generates; clear the PMD
-    # statistics as late as possible before traffic so that cycles/packet
-    # describe the traffic, not the start-up.
     sb.clear_pmd_stats()
-    res = g.wait(timeout=duration + 90)
-    pmds = sb.pmd_perf()
+    guest.release()
+    wait_for(guest, guest.result_ready, timeout, "done")
     after = sb.port_stats()
+    pmds = sb.pmd_perf()
+    guest.release()
+    res = guest.wait(timeout=30)
     dropped = 0
-    for port in (a, b):
+    for port in ports:
         for key in ("tx_dropped", "rx_dropped"):
-            dropped += (after.get(port, {}).get(key, 0)
-                        - before.get(port, {}).get(key, 0))
-    return summarize(res, pmds, dropped, g.returncode)
+            if key not in after.get(port, {}) or \
+                    key not in before.get(port, {}):
+                raise SandboxError("counters of %s unreadable: %s / %s"
+                                   % (port, before.get(port),
+                                      after.get(port)))
+            dropped += after[port][key] - before[port][key]
+    return summarize(res, pmds, dropped, guest.returncode)
 
 
 def summarize(res, pmds, dropped, returncode):
