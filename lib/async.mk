@@ -5,4 +5,14 @@
 # lib/automake.mk includes it (patches/0005).
 
 lib_libopenvswitch_la_SOURCES += \
+	lib/dpif-netdev-defer.c \
+	lib/dpif-netdev-defer.h \
 	lib/ovs-fork.h
+
+if DPDK_NETDEV
+lib_libopenvswitch_la_SOURCES += \
+	lib/netdev-dpdk-dma.c \
+	lib/netdev-dpdk-dma.h \
+	lib/netdev-dpdk-vhost-async.c \
+	lib/netdev-dpdk-vhost-async.h
+endif

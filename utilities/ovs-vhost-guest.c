@@ -2544,6 +2544,9 @@ main(int argc, char *argv[])
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGALRM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    /* The switch may close a vhost-user socket at any time (a port deleted
+     * or registered again): a write to it must fail, not kill us. */
+    signal(SIGPIPE, SIG_IGN);
     block_signals(false);
 
     tsc_hz = rte_get_tsc_hz();

@@ -1,0 +1,104 @@
+/*
+ * Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#ifndef DPIF_NETDEV_DEFER_H
+#define DPIF_NETDEV_DEFER_H 1
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "openvswitch/dynamic-string.h"
+#include "ovs-atomic.h"
+
+/* Per-PMD deferred work list ("work defer").
+ *
+ * A PMD thread that starts work it cannot finish at once (for example a
+ * packet copy handed to a DMA engine) records a work item in its own list
+ * instead of waiting for it.  The PMD runs its list after each round of Rx
+ * polling, and drains it before RCU quiescing for a reload and before it
+ * exits.  An item whose work is still in flight stays queued; when the list
+ * is full, the new item's work is run inline until it is done.  There is no
+ * cross-thread handoff: only the owning thread touches its list.
+ *
+ * The netdev layer does not know about PMD threads or dpif-netdev: it only
+ * calls dp_defer_submit() with a callback that retires finished work and
+ * says whether any remains ("work pending").  dpif-netdev makes a PMD's
+ * list the calling thread's current list with dp_defer_set_current().
+ * A thread without a current list (a non-PMD thread) runs the work inline.
+ */
+
+/* Retires what is finished of the work of ('aux', 'qid'); returns true if
+ * work is still in flight and the item must stay queued.  If 'drain' is
+ * true, the caller is about to reload or exit and the callback should
+ * finish or abandon (and count) whatever is in flight. */
+typedef bool dp_defer_work_cb(void *aux, int qid, bool drain);
+
+enum dp_defer_stat {
+    DP_DEFER_QUEUED,        /* Items added to the list. */
+    DP_DEFER_COMPLETED,     /* Items whose work finished. */
+    DP_DEFER_RECHECKS,      /* Runs of items still in flight. */
+    DP_DEFER_INLINE,        /* Items run inline because the list was full. */
+
+    /* Async copy accounting, reported by the netdev layer with
+     * dp_defer_account(), in packets. */
+    DP_DEFER_DMA_SUBMITTED, /* Handed to a DMA engine. */
+    DP_DEFER_DMA_COMPLETED, /* Retired (copy done, mbuf freed) here. */
+    DP_DEFER_CPU_COPIES,    /* Copied on the CPU in an async mode. */
+    DP_DEFER_N_STATS
+};
+
+struct dp_defer_item {
+    dp_defer_work_cb *cb;
+    void *aux;
+    int qid;
+};
+
+#define DP_DEFER_MAX_ITEMS 256
+
+struct dp_defer {
+    struct dp_defer_item items[DP_DEFER_MAX_ITEMS];
+    size_t n_items;
+    size_t max_items;          /* Capacity in use, <= DP_DEFER_MAX_ITEMS. */
+
+    /* Statistics, written only by the owning thread. */
+    atomic_uint64_t counters[DP_DEFER_N_STATS];
+    uint64_t zero[DP_DEFER_N_STATS];   /* Values at the last clear. */
+};
+
+void dp_defer_init(struct dp_defer *, size_t max_items);
+void dp_defer_destroy(struct dp_defer *);
+
+void dp_defer_set_current(struct dp_defer *);
+void dp_defer_submit(dp_defer_work_cb *, void *aux, int qid);
+void dp_defer_account(enum dp_defer_stat, uint64_t n);
+
+size_t dp_defer_run(struct dp_defer *);
+void dp_defer_drain(struct dp_defer *);
+
+static inline bool
+dp_defer_is_empty(const struct dp_defer *defer)
+{
+    return !defer->n_items;
+}
+
+void dp_defer_get_stats(const struct dp_defer *,
+                        uint64_t stats[DP_DEFER_N_STATS]);
+void dp_defer_clear_stats(struct dp_defer *);
+void dp_defer_format_stats(struct ds *, const struct dp_defer *);
+void dp_defer_clear_other_stats(void);
+
+#endif /* dpif-netdev-defer.h */

@@ -1,0 +1,284 @@
+/*
+ * Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#include <config.h>
+
+#include "netdev-dpdk-dma.h"
+
+#include <rte_dev.h>
+#include <rte_dmadev.h>
+#include <rte_errno.h>
+#include <rte_vhost_async.h>
+
+#include "openvswitch/dynamic-string.h"
+#include "openvswitch/vlog.h"
+#include "ovs-numa.h"
+#include "ovs-thread.h"
+#include "unixctl.h"
+#include "util.h"
+
+VLOG_DEFINE_THIS_MODULE(netdev_dpdk_dma);
+
+/* Descriptors per vchan we ask for (clamped to what the device allows). */
+#define DMA_RING_SIZE 4096
+
+struct dma_dev {
+    int16_t id;
+    char name[RTE_DEV_NAME_MAX_LEN];
+    int numa_id;
+    int owner;                  /* Core id of the owning PMD, or -1. */
+    bool ready;                 /* Configured, started, known to vhost. */
+    bool failed;                /* Setup failed; never handed out. */
+    uint16_t nb_desc;
+};
+
+static struct ovs_mutex dma_mutex = OVS_MUTEX_INITIALIZER;
+static struct dma_dev dma_devs[NETDEV_DPDK_DMA_MAX_DEVS]
+    OVS_GUARDED_BY(dma_mutex);
+static int n_dma_devs OVS_GUARDED_BY(dma_mutex);
+static bool dma_scanned OVS_GUARDED_BY(dma_mutex);
+
+/* The dmadev of the calling thread, -1 if none. */
+DEFINE_STATIC_PER_THREAD_DATA(int, thread_dma, -1);
+
+static void
+dma_scan(void)
+    OVS_REQUIRES(dma_mutex)
+{
+    int16_t id;
+
+    if (dma_scanned) {
+        return;
+    }
+    dma_scanned = true;
+
+    RTE_DMA_FOREACH_DEV (id) {
+        struct rte_dma_info info;
+        struct dma_dev *d;
+
+        if (n_dma_devs >= NETDEV_DPDK_DMA_MAX_DEVS
+            || id >= NETDEV_DPDK_DMA_MAX_DEVS) {
+            VLOG_WARN("dmadev %d ignored: vhost supports only %d dmadevs",
+                      id, NETDEV_DPDK_DMA_MAX_DEVS);
+            continue;
+        }
+        if (rte_dma_info_get(id, &info)) {
+            VLOG_WARN("dmadev %d ignored: cannot get its info", id);
+            continue;
+        }
+        d = &dma_devs[n_dma_devs++];
+        memset(d, 0, sizeof *d);
+        d->id = id;
+        ovs_strlcpy(d->name, info.dev_name ? info.dev_name : "?",
+                    sizeof d->name);
+        d->numa_id = info.numa_node >= 0 ? info.numa_node : 0;
+        d->owner = -1;
+        VLOG_INFO("dmadev %s (id %d) on NUMA node %d available for vhost "
+                  "async copies", d->name, id, d->numa_id);
+    }
+    if (!n_dma_devs) {
+        VLOG_INFO("No dmadevs: vhost async copies are done on the CPU");
+    }
+}
+
+/* Configures 'd' with one mem-to-mem vchan, starts it and registers it
+ * with vhost.  Returns 0 or an errno-style value. */
+static int
+dma_setup(struct dma_dev *d)
+    OVS_REQUIRES(dma_mutex)
+{
+    struct rte_dma_conf conf = { .nb_vchans = 1 };
+    struct rte_dma_vchan_conf vconf = {
+        .direction = RTE_DMA_DIR_MEM_TO_MEM,
+    };
+    struct rte_dma_info info;
+    uint32_t nb_desc;
+    int err;
+
+    err = rte_dma_info_get(d->id, &info);
+    if (err) {
+        goto fail;
+    }
+    if (!(info.dev_capa & RTE_DMA_CAPA_MEM_TO_MEM)) {
+        VLOG_WARN("dmadev %s cannot copy memory to memory; not used",
+                  d->name);
+        err = -ENOTSUP;
+        goto out;
+    }
+    nb_desc = MIN(MAX(DMA_RING_SIZE, info.min_desc), info.max_desc);
+    vconf.nb_desc = nb_desc;
+
+    err = rte_dma_configure(d->id, &conf);
+    if (!err) {
+        err = rte_dma_vchan_setup(d->id, NETDEV_DPDK_DMA_VCHAN, &vconf);
+    }
+    if (!err) {
+        err = rte_dma_start(d->id);
+    }
+    if (!err) {
+        err = rte_vhost_async_dma_configure(d->id, NETDEV_DPDK_DMA_VCHAN);
+    }
+    if (err) {
+        goto fail;
+    }
+    d->nb_desc = nb_desc;
+    d->ready = true;
+    return 0;
+
+fail:
+    VLOG_ERR("dmadev %s could not be set up for vhost async copies (%s); "
+             "not used", d->name, rte_strerror(-err));
+out:
+    d->failed = true;
+    return err;
+}
+
+/* Called by a PMD thread when it attaches to DPDK: takes a free dmadev,
+ * preferring the thread's NUMA node. */
+void
+netdev_dpdk_dma_thread_attach(unsigned core_id)
+{
+    int numa_id = ovs_numa_get_numa_id(core_id);
+    struct dma_dev *pick = NULL;
+
+    ovs_mutex_lock(&dma_mutex);
+    dma_scan();
+    for (int pass = 0; pass < 2 && !pick; pass++) {
+        for (int i = 0; i < n_dma_devs; i++) {
+            struct dma_dev *d = &dma_devs[i];
+
+            if (d->owner >= 0 || d->failed
+                || (pass == 0 && d->numa_id != numa_id)) {
+                continue;
+            }
+            if (!d->ready && dma_setup(d)) {
+                continue;
+            }
+            pick = d;
+            break;
+        }
+    }
+    if (pick) {
+        pick->owner = core_id;
+        *thread_dma_get() = pick->id;
+        VLOG_INFO("PMD thread on core %u uses dmadev %s (id %d, NUMA node "
+                  "%d%s)", core_id, pick->name, pick->id, pick->numa_id,
+                  pick->numa_id == numa_id ? "" : ", remote");
+    } else {
+        *thread_dma_get() = -1;
+        if (n_dma_devs) {
+            VLOG_WARN("PMD thread on core %u has no free dmadev: its vhost "
+                      "async copies are done on the CPU", core_id);
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
+}
+
+/* Called by a PMD thread when it detaches from DPDK, after its deferred
+ * work was drained: gives its dmadev back. */
+void
+netdev_dpdk_dma_thread_detach(void)
+{
+    int id = *thread_dma_get();
+
+    if (id < 0) {
+        return;
+    }
+    ovs_mutex_lock(&dma_mutex);
+    for (int i = 0; i < n_dma_devs; i++) {
+        if (dma_devs[i].id == id) {
+            VLOG_INFO("PMD thread on core %d gave back dmadev %s",
+                      dma_devs[i].owner, dma_devs[i].name);
+            dma_devs[i].owner = -1;
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
+    *thread_dma_get() = -1;
+}
+
+int16_t
+netdev_dpdk_dma_get(void)
+{
+    return *thread_dma_get();
+}
+
+int
+netdev_dpdk_dma_count(void)
+{
+    int n;
+
+    ovs_mutex_lock(&dma_mutex);
+    dma_scan();
+    n = n_dma_devs;
+    ovs_mutex_unlock(&dma_mutex);
+    return n;
+}
+
+static void
+dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
+         const char *argv[] OVS_UNUSED, void *aux OVS_UNUSED)
+{
+    struct ds reply = DS_EMPTY_INITIALIZER;
+
+    ovs_mutex_lock(&dma_mutex);
+    dma_scan();
+    if (!n_dma_devs) {
+        ds_put_cstr(&reply, "No dmadevs: vhost async copies are done on the "
+                    "CPU.  Add DMA engines to other_config:dpdk-extra, e.g. "
+                    "--vdev=dma_skeleton0.\n");
+    }
+    for (int i = 0; i < n_dma_devs; i++) {
+        struct dma_dev *d = &dma_devs[i];
+        struct rte_dma_stats st;
+
+        ds_put_format(&reply, "dmadev %s (id %d):\n  numa_id: %d\n"
+                      "  owner: ", d->name, d->id, d->numa_id);
+        if (d->owner >= 0) {
+            ds_put_format(&reply, "pmd core %d\n", d->owner);
+        } else {
+            ds_put_cstr(&reply, d->failed ? "unusable\n" : "free\n");
+        }
+        if (d->ready && !rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN,
+                                           &st)) {
+            uint64_t done = st.completed + st.errors;
+
+            ds_put_format(&reply, "  ring size: %"PRIu16"\n"
+                          "  copies submitted: %"PRIu64"\n"
+                          "  copies completed: %"PRIu64"\n"
+                          "  copies failed: %"PRIu64"\n"
+                          "  copies in flight: %"PRIu64"\n",
+                          d->nb_desc, st.submitted, st.completed, st.errors,
+                          st.submitted > done ? st.submitted - done : 0);
+        } else {
+            ds_put_cstr(&reply, "  copies submitted: 0\n");
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
+    unixctl_command_reply(conn, ds_cstr(&reply));
+    ds_destroy(&reply);
+}
+
+void
+netdev_dpdk_dma_init(void)
+{
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+
+    if (ovsthread_once_start(&once)) {
+        unixctl_command_register("netdev-dpdk/dmadev-show", "", 0, 0,
+                                 dma_show, NULL);
+        ovsthread_once_done(&once);
+    }
+}

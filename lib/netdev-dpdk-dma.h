@@ -1,0 +1,51 @@
+/*
+ * Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#ifndef NETDEV_DPDK_DMA_H
+#define NETDEV_DPDK_DMA_H 1
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* DMA engines (DPDK dmadevs) for vhost async copies, one per PMD thread.
+ *
+ * Every dmadev that DPDK probed (DSA/IOAT PCI devices, or vdevs such as
+ * dma_skeleton and dma_swcopy given in other_config:dpdk-extra) is in the
+ * pool.  A PMD thread takes one when it attaches to DPDK, preferring its
+ * own NUMA node, configures it with one mem-to-mem vchan and registers it
+ * with vhost; it gives it back when it detaches.  A thread without one
+ * copies on the CPU.
+ *
+ * "ovs-appctl netdev-dpdk/dmadev-show" lists the pool. */
+
+/* The vchan every dmadev is used through. */
+#define NETDEV_DPDK_DMA_VCHAN 0
+
+/* Largest dmadev id vhost accepts (RTE_DMADEV_DEFAULT_MAX is 64). */
+#define NETDEV_DPDK_DMA_MAX_DEVS 64
+
+void netdev_dpdk_dma_init(void);
+
+void netdev_dpdk_dma_thread_attach(unsigned core_id);
+void netdev_dpdk_dma_thread_detach(void);
+
+/* Returns the dmadev of the calling thread, or -1 if it has none. */
+int16_t netdev_dpdk_dma_get(void);
+
+/* Number of dmadevs DPDK probed (0 when none). */
+int netdev_dpdk_dma_count(void);
+
+#endif /* netdev-dpdk-dma.h */

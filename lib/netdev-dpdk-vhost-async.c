@@ -1,0 +1,1157 @@
+/*
+ * Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#include <config.h>
+
+#include "netdev-dpdk-vhost-async.h"
+
+#include <errno.h>
+
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_spinlock.h>
+#include <rte_vhost.h>
+#include <rte_vhost_async.h>
+
+#include "coverage.h"
+#include "dpif-netdev-defer.h"
+#include "netdev-dpdk-dma.h"
+#include "netdev-provider.h"
+#include "openvswitch/dynamic-string.h"
+#include "openvswitch/list.h"
+#include "openvswitch/vlog.h"
+#include "ovs-atomic.h"
+#include "ovs-thread.h"
+#include "smap.h"
+#include "timeval.h"
+#include "unixctl.h"
+#include "util.h"
+
+VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
+
+COVERAGE_DEFINE(vhost_async_tx_contention);
+COVERAGE_DEFINE(vhost_async_cpu_wait);
+
+/* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue). */
+#define TXQ_VRING(QID) ((QID) * 2)
+
+/* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
+#define MAX_TXQ 1024
+
+/* Packets taken per poll of completions or of a ring. */
+#define POLL_BURST 64
+
+/* Entries of each Tx queue ring in 'ring' mode (a power of 2). */
+#define RING_SIZE 4096
+
+/* How long a control-path drain waits for a DMA engine before giving up
+ * (copies still in flight then belong to vhost until the device goes). */
+#define DRAIN_TIMEOUT_MS 2000
+
+/* Enqueue retries of packets taken from a ring in 'ring' mode. */
+#define VHOST_ASYNC_RING_RETRIES 8
+
+static const char *const mode_names[VHOST_COPY_N_MODES] = {
+    [VHOST_COPY_CPU] = "cpu",
+    [VHOST_COPY_V3] = "v3",
+    [VHOST_COPY_RING] = "ring",
+    [VHOST_COPY_DEFER] = "defer",
+};
+
+/* Per Tx queue state, one cache line each, written by PMD threads. */
+struct vhost_async_txq {
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        atomic_int inflight;        /* Packets submitted, not yet retired. */
+        atomic_uint64_t dma_mask;   /* dmadevs that may hold its copies. */
+        struct rte_ring *ring;      /* 'ring' mode: packets to submit. */
+    );
+};
+
+struct vhost_async_stats {
+    atomic_uint64_t submitted;      /* Packets handed to a DMA engine. */
+    atomic_uint64_t completed;      /* Packets whose copy completed. */
+    atomic_uint64_t cpu_copies;     /* Packets copied on the CPU. */
+    atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
+    atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
+                                     * gone, engine stuck). */
+};
+
+struct vhost_async {
+    struct ovs_list node;           /* In 'all_ports', under async_mutex. */
+    struct netdev *netdev;
+    char *name;
+
+    /* Requested mode, by source (-1: not set).  Under async_mutex. */
+    int override_mode;              /* ovs-appctl vhost-copy-mode-set. */
+    int option_mode;                /* options:vhost-copy-mode. */
+    char *option_value;             /* Last value seen, to spot changes. */
+
+    /* Applied by vhost_async_reconfigure() while no PMD uses the port. */
+    atomic_int mode;                /* enum vhost_copy_mode in use. */
+    atomic_int vid;                 /* Device for the PMDs, -1 if none. */
+    int last_vid;                   /* Device the state below refers to. */
+    bool async_registered;          /* Driver registered with ASYNC_COPY. */
+    bool refused_logged;
+    int n_txq;
+    bool *channel;                  /* Per vring: async channel registered. */
+
+    struct vhost_async_stats stats;
+    struct vhost_async_txq *txqs;   /* MAX_TXQ entries. */
+};
+
+static struct ovs_mutex async_mutex = OVS_MUTEX_INITIALIZER;
+static struct ovs_list all_ports OVS_GUARDED_BY(async_mutex)
+    = OVS_LIST_INITIALIZER(&all_ports);
+static int default_mode OVS_GUARDED_BY(async_mutex) = -1;
+static char *default_value OVS_GUARDED_BY(async_mutex);
+
+/* ASYNC_COPY cannot be combined with these vhost features. */
+static bool host_iommu;
+static bool host_postcopy;
+
+/* vid -> port, for the vhost callbacks that only know the vid. */
+static struct ovs_mutex vid_mutex = OVS_MUTEX_INITIALIZER;
+static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
+    OVS_GUARDED_BY(vid_mutex);
+
+static void vhost_async_unixctl_init(void);
+
+static inline void
+stat_add(atomic_uint64_t *counter, uint64_t n)
+{
+    uint64_t orig;
+
+    atomic_add_relaxed(counter, n, &orig);
+}
+
+static inline uint64_t
+stat_get(const atomic_uint64_t *counter)
+{
+    uint64_t v;
+
+    atomic_read_relaxed(CONST_CAST(atomic_uint64_t *, counter), &v);
+    return v;
+}
+
+const char *
+vhost_copy_mode_to_string(enum vhost_copy_mode mode)
+{
+    return mode < VHOST_COPY_N_MODES ? mode_names[mode] : "unknown";
+}
+
+bool
+vhost_copy_mode_from_string(const char *s, enum vhost_copy_mode *mode)
+{
+    for (int i = 0; i < VHOST_COPY_N_MODES; i++) {
+        if (s && !strcmp(s, mode_names[i])) {
+            *mode = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *
+mode_list(void)
+{
+    return "cpu, v3, ring, defer";
+}
+
+static enum vhost_copy_mode
+get_mode(const struct vhost_async *async)
+{
+    int mode;
+
+    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->mode,
+                        &mode);
+    return mode;
+}
+
+static int
+get_vid(const struct vhost_async *async)
+{
+    int vid;
+
+    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->vid, &vid);
+    return vid;
+}
+
+/* The mode that the configuration asks for: the appctl override, else the
+ * port's option, else other_config's default, else cpu. */
+static enum vhost_copy_mode
+requested_mode(const struct vhost_async *async)
+    OVS_REQUIRES(async_mutex)
+{
+    return (async->override_mode >= 0 ? async->override_mode
+            : async->option_mode >= 0 ? async->option_mode
+            : default_mode >= 0 ? default_mode
+            : VHOST_COPY_CPU);
+}
+
+static const char *
+requested_source(const struct vhost_async *async)
+    OVS_REQUIRES(async_mutex)
+{
+    return (async->override_mode >= 0 ? "ovs-appctl"
+            : async->option_mode >= 0 ? "options:vhost-copy-mode"
+            : default_mode >= 0 ? "other_config:vhost-copy-mode"
+            : "default");
+}
+
+/* Returns NULL if 'async' may use async copies, else why not. */
+static const char *
+async_refused(void)
+{
+    if (host_iommu) {
+        return "vhost-iommu-support is enabled and vhost async copies "
+               "cannot be combined with IOMMU support";
+    }
+    if (host_postcopy) {
+        return "vhost-postcopy-support is enabled and vhost async copies "
+               "cannot be combined with postcopy live migration";
+    }
+    return NULL;
+}
+
+void
+vhost_async_init(bool iommu, bool postcopy)
+{
+    host_iommu = iommu;
+    host_postcopy = postcopy;
+    netdev_dpdk_dma_init();
+    vhost_async_unixctl_init();
+}
+
+/* Requests a reconfiguration of every port whose requested mode differs
+ * from the one in use. */
+static void
+request_reconfigure_changed(void)
+    OVS_REQUIRES(async_mutex)
+{
+    struct vhost_async *async;
+
+    LIST_FOR_EACH (async, node, &all_ports) {
+        if (requested_mode(async) != get_mode(async)) {
+            netdev_request_reconfigure(async->netdev);
+        }
+    }
+}
+
+/* Parses 'value' of 'key' for 'what'; returns the mode, -1 if unset, or
+ * -2 (after logging an error) if invalid. */
+static int
+parse_mode_value(const char *value, const char *key, const char *what)
+{
+    enum vhost_copy_mode mode;
+
+    if (!value || !value[0]) {
+        return -1;
+    }
+    if (!vhost_copy_mode_from_string(value, &mode)) {
+        VLOG_ERR("%s: invalid %s \"%s\" (expected one of: %s); keeping the "
+                 "current copy mode", what, key, value, mode_list());
+        return -2;
+    }
+    return mode;
+}
+
+/* other_config:vhost-copy-mode, the default of every vhost port. */
+void
+vhost_async_set_default(const struct smap *ovs_other_config)
+{
+    const char *value = smap_get(ovs_other_config, "vhost-copy-mode");
+
+    ovs_mutex_lock(&async_mutex);
+    if (!nullable_string_is_equal(value, default_value)) {
+        int mode = parse_mode_value(value, "other_config:vhost-copy-mode",
+                                    "Open_vSwitch");
+
+        free(default_value);
+        default_value = nullable_xstrdup(value);
+        if (mode != -2 && mode != default_mode) {
+            default_mode = mode;
+            VLOG_INFO("Default vhost copy mode set to %s",
+                      mode >= 0 ? mode_names[mode] : "cpu (unset)");
+            request_reconfigure_changed();
+        }
+    }
+    ovs_mutex_unlock(&async_mutex);
+}
+
+struct vhost_async *
+vhost_async_create(struct netdev *netdev)
+{
+    struct vhost_async *async = xzalloc(sizeof *async);
+
+    async->netdev = netdev;
+    async->name = xstrdup(netdev_get_name(netdev));
+    async->override_mode = -1;
+    async->option_mode = -1;
+    atomic_init(&async->mode, VHOST_COPY_CPU);
+    atomic_init(&async->vid, -1);
+    async->last_vid = -1;
+    async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
+    async->txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->txqs);
+    for (int i = 0; i < MAX_TXQ; i++) {
+        atomic_init(&async->txqs[i].inflight, 0);
+        atomic_init(&async->txqs[i].dma_mask, 0);
+    }
+
+    ovs_mutex_lock(&async_mutex);
+    ovs_list_push_back(&all_ports, &async->node);
+    ovs_mutex_unlock(&async_mutex);
+    return async;
+}
+
+static void
+free_rings(struct vhost_async *async)
+{
+    for (int i = 0; i < MAX_TXQ; i++) {
+        struct rte_ring *ring = async->txqs[i].ring;
+
+        if (ring) {
+            void *pkt;
+
+            while (!rte_ring_sc_dequeue(ring, &pkt)) {
+                rte_pktmbuf_free(pkt);
+                stat_add(&async->stats.tx_failed, 1);
+            }
+            rte_ring_free(ring);
+            async->txqs[i].ring = NULL;
+        }
+    }
+}
+
+/* Destroys 'async' after the vhost driver of its port was unregistered
+ * (so no vhost callback can refer to it any more) and no PMD uses it. */
+void
+vhost_async_destroy(struct vhost_async *async)
+{
+    if (!async) {
+        return;
+    }
+    ovs_mutex_lock(&vid_mutex);
+    for (int i = 0; i < RTE_MAX_VHOST_DEVICE; i++) {
+        if (vid_map[i] == async) {
+            vid_map[i] = NULL;
+        }
+    }
+    ovs_mutex_unlock(&vid_mutex);
+
+    ovs_mutex_lock(&async_mutex);
+    ovs_list_remove(&async->node);
+    ovs_mutex_unlock(&async_mutex);
+
+    free_rings(async);
+    free(async->channel);
+    free_cacheline(async->txqs);
+    free(async->option_value);
+    free(async->name);
+    free(async);
+}
+
+bool
+vhost_async_set_config(struct vhost_async *async, const struct smap *args)
+{
+    const char *value = smap_get(args, "vhost-copy-mode");
+    bool changed = false;
+
+    ovs_mutex_lock(&async_mutex);
+    if (!nullable_string_is_equal(value, async->option_value)) {
+        int mode = parse_mode_value(value, "options:vhost-copy-mode",
+                                    async->name);
+
+        free(async->option_value);
+        async->option_value = nullable_xstrdup(value);
+        if (mode != -2) {
+            /* A new value in the database is newer intent than an earlier
+             * ovs-appctl override. */
+            async->option_mode = mode;
+            async->override_mode = -1;
+            changed = requested_mode(async) != get_mode(async);
+        }
+    }
+    ovs_mutex_unlock(&async_mutex);
+    if (changed) {
+        netdev_request_reconfigure(async->netdev);
+    }
+    return changed;
+}
+
+uint64_t
+vhost_async_driver_flags(struct vhost_async *async, uint64_t flags)
+{
+    bool wants;
+
+    ovs_mutex_lock(&async_mutex);
+    wants = requested_mode(async) != VHOST_COPY_CPU;
+    ovs_mutex_unlock(&async_mutex);
+
+    if (!wants
+        || flags & (RTE_VHOST_USER_IOMMU_SUPPORT
+                    | RTE_VHOST_USER_POSTCOPY_SUPPORT)) {
+        async->async_registered = false;
+        return 0;
+    }
+    async->async_registered = true;
+    return RTE_VHOST_USER_ASYNC_COPY;
+}
+
+void
+vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
+                       uint64_t *driver_flags, struct ovs_mutex *mutex)
+    OVS_REQUIRES(mutex)
+{
+    char *id;
+    bool wants;
+    int err;
+
+    if (!vhost_id || !(*driver_flags & RTE_VHOST_USER_CLIENT)
+        || *driver_flags & RTE_VHOST_USER_ASYNC_COPY || async_refused()) {
+        return;
+    }
+    ovs_mutex_lock(&async_mutex);
+    wants = requested_mode(async) != VHOST_COPY_CPU;
+    ovs_mutex_unlock(&async_mutex);
+    if (!wants) {
+        return;
+    }
+
+    /* rte_vhost_driver_unregister() calls destroy_device(), which takes the
+     * port's mutex: release it meanwhile. */
+    VLOG_INFO("%s: registering vhost-user socket %s again to enable async "
+              "copies; the guest sees its link go down and up again",
+              async->name, vhost_id);
+    id = xstrdup(vhost_id);
+    ovs_mutex_unlock(mutex);
+    err = rte_vhost_driver_unregister(id);
+    ovs_mutex_lock(mutex);
+    if (err) {
+        VLOG_ERR("%s: could not unregister vhost-user socket %s to enable "
+                 "async copies; the port keeps copying on the CPU",
+                 async->name, id);
+    } else {
+        *driver_flags &= ~(RTE_VHOST_USER_CLIENT | RTE_VHOST_USER_ASYNC_COPY);
+    }
+    free(id);
+}
+
+/* ---- Completions -------------------------------------------------------- */
+
+static void
+retire(struct vhost_async *async, struct vhost_async_txq *txq,
+       struct rte_mbuf **pkts, uint16_t n)
+{
+    if (n) {
+        int orig;
+
+        atomic_sub_relaxed(&txq->inflight, n, &orig);
+        stat_add(&async->stats.completed, n);
+        dp_defer_account(DP_DEFER_DMA_COMPLETED, n);
+        rte_pktmbuf_free_bulk(pkts, n);
+    }
+}
+
+/* Polls the completions of Tx queue 'qid' on dmadev 'dma'. */
+static uint16_t
+poll_dma(struct vhost_async *async, int vid, int qid, int16_t dma)
+{
+    struct vhost_async_txq *txq = &async->txqs[qid];
+    struct rte_mbuf *pkts[POLL_BURST];
+    uint16_t n;
+
+    n = rte_vhost_poll_enqueue_completed(vid, TXQ_VRING(qid), pkts,
+                                         POLL_BURST, dma,
+                                         NETDEV_DPDK_DMA_VCHAN);
+    retire(async, txq, pkts, n);
+    return n;
+}
+
+/* Polls the completions of Tx queue 'qid' on every dmadev that may hold
+ * its copies (vhost serializes threads that share a dmadev). */
+static void
+poll_all(struct vhost_async *async, int vid, int qid)
+{
+    uint64_t mask;
+
+    atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+    for (; mask; mask = zero_rightmost_1bit(mask)) {
+        poll_dma(async, vid, qid, rightmost_1bit_idx(mask));
+    }
+}
+
+static inline int
+inflight(struct vhost_async *async, int qid)
+{
+    int n;
+
+    atomic_read_relaxed(&async->txqs[qid].inflight, &n);
+    return n;
+}
+
+/* Clears Tx queue 'qid' until nothing is in flight, from the control path
+ * or a vhost callback.  'locked' says that the caller holds vhost's queue
+ * lock (the _thread_unsafe variants apply).  Returns false if the engines
+ * did not finish in time. */
+static bool
+clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
+{
+    struct vhost_async_txq *txq = &async->txqs[qid];
+    long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
+
+    while (inflight(async, qid) > 0) {
+        uint64_t mask;
+
+        atomic_read_relaxed(&txq->dma_mask, &mask);
+        for (; mask; mask = zero_rightmost_1bit(mask)) {
+            struct rte_mbuf *pkts[POLL_BURST];
+            int16_t dma = rightmost_1bit_idx(mask);
+            uint16_t n = UINT16_MAX;
+
+            if (locked) {
+                n = rte_vhost_clear_queue_thread_unsafe(
+                    vid, TXQ_VRING(qid), pkts, POLL_BURST, dma,
+                    NETDEV_DPDK_DMA_VCHAN);
+            }
+            if (n == UINT16_MAX) {
+                /* Not locked after all (or not asked to be): the locking
+                 * variant, which only gives up while another thread holds
+                 * the queue for a moment. */
+                locked = false;
+                n = rte_vhost_clear_queue(vid, TXQ_VRING(qid), pkts,
+                                          POLL_BURST, dma,
+                                          NETDEV_DPDK_DMA_VCHAN);
+            }
+            retire(async, txq, pkts, n);
+        }
+        if (time_msec() > deadline) {
+            VLOG_ERR("%s: %d copies of txq %d still in flight after %d ms; "
+                     "their mbufs stay with vhost", async->name,
+                     inflight(async, qid), qid, DRAIN_TIMEOUT_MS);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void
+clear_all(struct vhost_async *async, int vid)
+{
+    for (int qid = 0; qid < MAX_TXQ; qid++) {
+        if (inflight(async, qid) > 0) {
+            clear_txq(async, vid, qid, false);
+        }
+    }
+}
+
+/* ---- Sending ------------------------------------------------------------ */
+
+/* Copies 'cnt' packets on the CPU into Tx queue 'qid', which may have an
+ * async channel: first waits until none of its copies is in flight, since
+ * vhost would otherwise deliver out of order.  The caller serializes the
+ * senders of the queue.  Returns the number of packets not sent; frees all
+ * packets. */
+static int
+cpu_send(struct vhost_async *async, int vid, int qid,
+         struct rte_mbuf **pkts, int cnt, int max_retries, int *retries)
+{
+    int sent = 0;
+
+    if (inflight(async, qid) > 0) {
+        long long int deadline = time_msec() + 1;
+
+        COVERAGE_INC(vhost_async_cpu_wait);
+        do {
+            poll_all(async, vid, qid);
+        } while (inflight(async, qid) > 0 && time_msec() <= deadline);
+    }
+    if (!inflight(async, qid)) {
+        do {
+            int n = rte_vhost_enqueue_burst(vid, TXQ_VRING(qid),
+                                            pkts + sent, cnt - sent);
+            if (!n) {
+                break;
+            }
+            sent += n;
+        } while (sent < cnt && (*retries)++ < max_retries);
+    }
+    if (sent) {
+        stat_add(&async->stats.cpu_copies, sent);
+        dp_defer_account(DP_DEFER_CPU_COPIES, sent);
+    }
+    rte_pktmbuf_free_bulk(pkts, cnt);
+    return cnt - sent;
+}
+
+/* Submits 'cnt' packets of Tx queue 'qid' to dmadev 'dma'.  Returns the
+ * number not taken by vhost (freed here). */
+static int
+dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
+         struct rte_mbuf **pkts, int cnt, int max_retries, int *retries)
+{
+    struct vhost_async_txq *txq = &async->txqs[qid];
+    uint64_t bit = UINT64_C(1) << dma;
+    uint64_t mask;
+    int sent = 0;
+
+    atomic_read_relaxed(&txq->dma_mask, &mask);
+    if (OVS_UNLIKELY(!(mask & bit))) {
+        atomic_or_relaxed(&txq->dma_mask, bit, &mask);
+    }
+
+    for (;;) {
+        int n = rte_vhost_submit_enqueue_burst(vid, TXQ_VRING(qid),
+                                               pkts + sent, cnt - sent, dma,
+                                               NETDEV_DPDK_DMA_VCHAN);
+        if (n) {
+            int orig;
+
+            atomic_add_relaxed(&txq->inflight, n, &orig);
+            sent += n;
+        }
+        if (sent == cnt || (*retries)++ >= max_retries) {
+            break;
+        }
+        /* The vring or the engine is full: completions make room. */
+        if (!poll_dma(async, vid, qid, dma) && !n) {
+            break;
+        }
+    }
+    if (sent) {
+        stat_add(&async->stats.submitted, sent);
+        dp_defer_account(DP_DEFER_DMA_SUBMITTED, sent);
+    }
+    if (sent < cnt) {
+        rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
+    }
+    return cnt - sent;
+}
+
+static int
+dma_or_cpu_send(struct vhost_async *async, int vid, int qid,
+                struct rte_mbuf **pkts, int cnt, int max_retries,
+                int *retries)
+{
+    int16_t dma = netdev_dpdk_dma_get();
+
+    return (dma >= 0
+            ? dma_send(async, vid, qid, dma, pkts, cnt, max_retries, retries)
+            : cpu_send(async, vid, qid, pkts, cnt, max_retries, retries));
+}
+
+/* The deferred work of a PMD that submitted on Tx queue 'qid'. */
+static bool
+defer_work(void *aux, int qid, bool drain)
+{
+    struct vhost_async *async = aux;
+    int vid = get_vid(async);
+    int16_t dma;
+
+    if (vid < 0 || inflight(async, qid) <= 0) {
+        /* Nothing left, or the device went away and destroy_device()
+         * cleared everything. */
+        return false;
+    }
+    dma = netdev_dpdk_dma_get();
+    if (drain || dma < 0) {
+        poll_all(async, vid, qid);
+    } else {
+        poll_dma(async, vid, qid, dma);
+    }
+    return inflight(async, qid) > 0;
+}
+
+static int
+ring_send(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
+          int cnt)
+{
+    struct rte_ring *ring = async->txqs[qid].ring;
+    unsigned int n = 0;
+
+    if (OVS_LIKELY(ring)) {
+        n = rte_ring_mp_enqueue_burst(ring, (void **) pkts, cnt, NULL);
+    }
+    if (n < cnt) {
+        stat_add(&async->stats.ring_full, cnt - n);
+        rte_pktmbuf_free_bulk(pkts + n, cnt - n);
+    }
+    return cnt - n;
+}
+
+bool
+vhost_async_active(const struct vhost_async *async)
+{
+    return get_mode(async) != VHOST_COPY_CPU;
+}
+
+int
+vhost_async_send(struct vhost_async *async, int vid, int qid,
+                 struct rte_mbuf **pkts, int cnt, int max_retries,
+                 int *retries, rte_spinlock_t *tx_lock)
+{
+    enum vhost_copy_mode mode = get_mode(async);
+    int dropped;
+
+    *retries = 0;
+    if (!cnt) {
+        return 0;
+    }
+    if (OVS_UNLIKELY(qid >= MAX_TXQ)) {
+        rte_pktmbuf_free_bulk(pkts, cnt);
+        return cnt;
+    }
+    if (mode == VHOST_COPY_RING) {
+        return ring_send(async, qid, pkts, cnt);
+    }
+
+    if (OVS_UNLIKELY(!rte_spinlock_trylock(tx_lock))) {
+        COVERAGE_INC(vhost_async_tx_contention);
+        rte_spinlock_lock(tx_lock);
+    }
+    dropped = dma_or_cpu_send(async, vid, qid, pkts, cnt, max_retries,
+                              retries);
+    rte_spinlock_unlock(tx_lock);
+
+    if (mode == VHOST_COPY_DEFER && inflight(async, qid) > 0) {
+        dp_defer_submit(defer_work, async, qid);
+    }
+    return dropped;
+}
+
+void
+vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
+{
+    enum vhost_copy_mode mode = get_mode(async);
+
+    if (qid >= MAX_TXQ) {
+        return;
+    }
+    if (mode == VHOST_COPY_RING) {
+        struct rte_ring *ring = async->txqs[qid].ring;
+        struct rte_mbuf *pkts[POLL_BURST];
+        unsigned int n;
+
+        if (ring) {
+            n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
+                                          NULL);
+            if (n) {
+                int retries = 0;
+                int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
+                                           VHOST_ASYNC_RING_RETRIES,
+                                           &retries);
+                if (lost) {
+                    stat_add(&async->stats.tx_failed, lost);
+                }
+            }
+        }
+    } else if (mode != VHOST_COPY_V3) {
+        return;
+    }
+    if (inflight(async, qid) > 0) {
+        poll_all(async, vid, qid);
+    }
+}
+
+/* ---- Device life cycle -------------------------------------------------- */
+
+static void
+set_channels(struct vhost_async *async, int vid, bool on, bool locked)
+{
+    int n_vrings = rte_vhost_get_vring_num(vid);
+
+    for (int vr = 0; vr < n_vrings && vr < 2 * MAX_TXQ; vr += 2) {
+        int err;
+
+        if (async->channel[vr] == on) {
+            continue;
+        }
+        if (on) {
+            err = locked
+                  ? rte_vhost_async_channel_register_thread_unsafe(vid, vr)
+                  : rte_vhost_async_channel_register(vid, vr);
+        } else {
+            err = locked
+                  ? rte_vhost_async_channel_unregister_thread_unsafe(vid, vr)
+                  : rte_vhost_async_channel_unregister(vid, vr);
+        }
+        if (err) {
+            VLOG_ERR("%s: could not %sregister the async channel of vring "
+                     "%d", async->name, on ? "" : "un", vr);
+        } else {
+            async->channel[vr] = on;
+        }
+    }
+}
+
+void
+vhost_async_new_device(struct vhost_async *async, int vid)
+{
+    if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
+        return;
+    }
+    ovs_mutex_lock(&vid_mutex);
+    vid_map[vid] = async;
+    ovs_mutex_unlock(&vid_mutex);
+
+    async->last_vid = vid;
+    memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
+    if (get_mode(async) != VHOST_COPY_CPU) {
+        set_channels(async, vid, true, false);
+    }
+    atomic_store_relaxed(&async->vid, vid);
+}
+
+/* Called when the port's device is going away, before the PMDs quiesce:
+ * their deferred work stops polling the device. */
+void
+vhost_async_device_gone(struct vhost_async *async)
+{
+    atomic_store_relaxed(&async->vid, -1);
+}
+
+/* Called when the port's device goes away, after no PMD can use it any
+ * more and before vhost unmaps the guest's memory. */
+void
+vhost_async_destroy_device(struct vhost_async *async, int vid)
+{
+    if (!async) {
+        return;
+    }
+    atomic_store_relaxed(&async->vid, -1);
+    if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
+        return;
+    }
+    clear_all(async, vid);
+    for (int i = 0; i < MAX_TXQ; i++) {
+        struct rte_ring *ring = async->txqs[i].ring;
+        void *pkt;
+
+        while (ring && !rte_ring_sc_dequeue(ring, &pkt)) {
+            rte_pktmbuf_free(pkt);
+            stat_add(&async->stats.tx_failed, 1);
+        }
+    }
+    /* vhost frees the channels with the device. */
+    memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
+
+    ovs_mutex_lock(&vid_mutex);
+    if (vid_map[vid] == async) {
+        vid_map[vid] = NULL;
+    }
+    ovs_mutex_unlock(&vid_mutex);
+}
+
+/* From vhost's vring_state_changed callback.  When a guest Rx vring is
+ * disabled (also before guest memory is remapped), vhost holds the queue
+ * locks so that the copies in flight can be finished before it goes on. */
+void
+vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
+{
+    struct vhost_async *async;
+
+    if (enable || vring % 2 || vid < 0 || vid >= RTE_MAX_VHOST_DEVICE
+        || vring / 2 >= MAX_TXQ) {
+        return;
+    }
+    ovs_mutex_lock(&vid_mutex);
+    async = vid_map[vid];
+    if (async && inflight(async, vring / 2) > 0) {
+        clear_txq(async, vid, vring / 2, true);
+    }
+    ovs_mutex_unlock(&vid_mutex);
+}
+
+/* Moves everything waiting in the rings of 'async' to the guest on the CPU
+ * (nothing of the queue is in flight any more). */
+static void
+flush_rings(struct vhost_async *async, int vid)
+{
+    for (int qid = 0; qid < MAX_TXQ; qid++) {
+        struct rte_ring *ring = async->txqs[qid].ring;
+        struct rte_mbuf *pkts[POLL_BURST];
+        unsigned int n;
+
+        while (ring && (n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
+                                                      POLL_BURST, NULL))) {
+            int retries = 0;
+            int lost = vid >= 0
+                       ? cpu_send(async, vid, qid, pkts, n,
+                                  VHOST_ASYNC_RING_RETRIES, &retries)
+                       : (rte_pktmbuf_free_bulk(pkts, n), (int) n);
+
+            if (lost) {
+                stat_add(&async->stats.tx_failed, lost);
+            }
+        }
+    }
+}
+
+static bool
+alloc_rings(struct vhost_async *async, int n_txq)
+{
+    static atomic_count ring_seq = ATOMIC_COUNT_INIT(0);
+
+    for (int qid = 0; qid < n_txq && qid < MAX_TXQ; qid++) {
+        char name[RTE_RING_NAMESIZE];
+
+        if (async->txqs[qid].ring) {
+            continue;
+        }
+        snprintf(name, sizeof name, "ovs_vha_%u",
+                 atomic_count_inc(&ring_seq));
+        async->txqs[qid].ring = rte_ring_create(name, RING_SIZE,
+                                                SOCKET_ID_ANY,
+                                                RING_F_SC_DEQ);
+        if (!async->txqs[qid].ring) {
+            VLOG_ERR("%s: cannot create the Tx ring of queue %d (%s)",
+                     async->name, qid, rte_strerror(rte_errno));
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
+{
+    enum vhost_copy_mode cur = get_mode(async);
+    enum vhost_copy_mode req;
+    const char *why;
+
+    ovs_mutex_lock(&async_mutex);
+    req = requested_mode(async);
+    ovs_mutex_unlock(&async_mutex);
+
+    why = req != VHOST_COPY_CPU ? async_refused() : NULL;
+    if (!why && req != VHOST_COPY_CPU && !async->async_registered) {
+        why = "its vhost-user socket is not registered for async copies";
+    }
+    if (why) {
+        if (!async->refused_logged) {
+            VLOG_ERR("%s: cannot use vhost copy mode %s: %s; keeping %s",
+                     async->name, mode_names[req], why, mode_names[cur]);
+            async->refused_logged = true;
+        }
+        req = cur;
+    } else {
+        async->refused_logged = false;
+    }
+
+    async->n_txq = n_txq;
+    if (req == cur) {
+        if (req == VHOST_COPY_RING) {
+            alloc_rings(async, n_txq);
+        }
+        if (req != VHOST_COPY_CPU && vid >= 0) {
+            set_channels(async, vid, true, false);
+        }
+        return;
+    }
+
+    /* No PMD uses the port now: drain what the old mode left in flight,
+     * then switch. */
+    if (vid >= 0) {
+        clear_all(async, vid);
+    }
+    flush_rings(async, vid);
+    if (req != VHOST_COPY_RING) {
+        free_rings(async);
+    } else if (!alloc_rings(async, n_txq)) {
+        free_rings(async);
+        req = VHOST_COPY_CPU;
+    }
+    if (vid >= 0) {
+        set_channels(async, vid, req != VHOST_COPY_CPU, false);
+    }
+    atomic_store_relaxed(&async->mode, req);
+    VLOG_INFO("%s: vhost copy mode changed from %s to %s", async->name,
+              mode_names[cur], mode_names[req]);
+}
+
+/* ---- Statistics --------------------------------------------------------- */
+
+/* Drops that the send path did not report to its caller (those of the
+ * ring consumer and of clearing queues). */
+uint64_t
+vhost_async_tx_dropped(const struct vhost_async *async)
+{
+    return stat_get(&async->stats.tx_failed);
+}
+
+void
+vhost_async_get_custom_stats(const struct vhost_async *async,
+                             struct netdev_custom_stats *stats)
+{
+    uint64_t in_flight = 0;
+    size_t n;
+
+    for (int i = 0; i < MAX_TXQ; i++) {
+        int v = inflight(CONST_CAST(struct vhost_async *, async), i);
+
+        in_flight += MAX(v, 0);
+    }
+
+    n = stats->size;
+    stats->counters = xrealloc(stats->counters,
+                               (n + 6) * sizeof *stats->counters);
+#define ASYNC_STAT(NAME, VALUE)                                  \
+    ovs_strlcpy(stats->counters[n].name, NAME,                   \
+                NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
+    stats->counters[n++].value = VALUE;
+    ASYNC_STAT("ovs_async_tx_inflight", in_flight);
+    ASYNC_STAT("ovs_async_tx_submitted", stat_get(&async->stats.submitted));
+    ASYNC_STAT("ovs_async_tx_completed", stat_get(&async->stats.completed));
+    ASYNC_STAT("ovs_async_tx_cpu_fallbacks",
+               stat_get(&async->stats.cpu_copies));
+    ASYNC_STAT("ovs_async_tx_ring_full_drops",
+               stat_get(&async->stats.ring_full));
+    ASYNC_STAT("ovs_async_tx_failure_drops",
+               stat_get(&async->stats.tx_failed));
+#undef ASYNC_STAT
+    stats->size = n;
+}
+
+/* ---- ovs-appctl --------------------------------------------------------- */
+
+static struct vhost_async *
+find_port(const char *name)
+    OVS_REQUIRES(async_mutex)
+{
+    struct vhost_async *async;
+
+    LIST_FOR_EACH (async, node, &all_ports) {
+        if (!strcmp(async->name, name)) {
+            return async;
+        }
+    }
+    return NULL;
+}
+
+static void
+mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
+         void *aux OVS_UNUSED)
+{
+    const char *mode_arg = argv[argc - 1];
+    enum vhost_copy_mode mode;
+    struct vhost_async *async;
+    struct ds reply = DS_EMPTY_INITIALIZER;
+    const char *why;
+
+    if (!vhost_copy_mode_from_string(mode_arg, &mode)) {
+        ds_put_format(&reply, "unknown vhost copy mode \"%s\" (expected one "
+                      "of: %s)", mode_arg, mode_list());
+        goto error;
+    }
+    why = mode != VHOST_COPY_CPU ? async_refused() : NULL;
+    if (why) {
+        ds_put_format(&reply, "cannot use vhost copy mode %s: %s",
+                      mode_arg, why);
+        goto error;
+    }
+
+    ovs_mutex_lock(&async_mutex);
+    if (argc == 3) {
+        async = find_port(argv[1]);
+        if (!async) {
+            ovs_mutex_unlock(&async_mutex);
+            ds_put_format(&reply, "%s is not a vhost-user port of a DPDK "
+                          "datapath", argv[1]);
+            goto error;
+        }
+        async->override_mode = mode;
+        netdev_request_reconfigure(async->netdev);
+        ds_put_format(&reply, "%s: vhost copy mode set to %s", async->name,
+                      mode_arg);
+    } else {
+        int n = 0;
+
+        LIST_FOR_EACH (async, node, &all_ports) {
+            async->override_mode = mode;
+            netdev_request_reconfigure(async->netdev);
+            n++;
+        }
+        ds_put_format(&reply, "vhost copy mode set to %s on %d port%s",
+                      mode_arg, n, n == 1 ? "" : "s");
+    }
+    ovs_mutex_unlock(&async_mutex);
+    unixctl_command_reply(conn, ds_cstr(&reply));
+    ds_destroy(&reply);
+    return;
+
+error:
+    unixctl_command_reply_error(conn, ds_cstr(&reply));
+    ds_destroy(&reply);
+}
+
+static void
+format_port(struct ds *reply, const struct vhost_async *async)
+    OVS_REQUIRES(async_mutex)
+{
+    enum vhost_copy_mode cur = get_mode(async);
+    enum vhost_copy_mode req = requested_mode(async);
+
+    ds_put_format(reply, "%s: %s", async->name, mode_names[cur]);
+    if (req != cur) {
+        ds_put_format(reply, " (requested %s, not applied)",
+                      mode_names[req]);
+    }
+    ds_put_format(reply, " (from %s)\n", requested_source(async));
+}
+
+static void
+mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
+         void *aux OVS_UNUSED)
+{
+    struct ds reply = DS_EMPTY_INITIALIZER;
+    struct vhost_async *async;
+
+    ovs_mutex_lock(&async_mutex);
+    if (argc == 2) {
+        async = find_port(argv[1]);
+        if (!async) {
+            ovs_mutex_unlock(&async_mutex);
+            ds_put_format(&reply, "%s is not a vhost-user port of a DPDK "
+                          "datapath", argv[1]);
+            unixctl_command_reply_error(conn, ds_cstr(&reply));
+            ds_destroy(&reply);
+            return;
+        }
+        format_port(&reply, async);
+    } else {
+        LIST_FOR_EACH (async, node, &all_ports) {
+            format_port(&reply, async);
+        }
+    }
+    ovs_mutex_unlock(&async_mutex);
+    unixctl_command_reply(conn, ds_cstr(&reply));
+    ds_destroy(&reply);
+}
+
+static void
+vhost_async_unixctl_init(void)
+{
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+
+    if (ovsthread_once_start(&once)) {
+        unixctl_command_register("netdev-dpdk/vhost-copy-mode-set",
+                                 "[interface] cpu|v3|ring|defer", 1, 2,
+                                 mode_set, NULL);
+        unixctl_command_register("netdev-dpdk/vhost-copy-mode-get",
+                                 "[interface]", 0, 1, mode_get, NULL);
+        ovsthread_once_done(&once);
+    }
+}

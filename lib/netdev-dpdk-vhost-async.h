@@ -1,0 +1,113 @@
+/*
+ * Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#ifndef NETDEV_DPDK_VHOST_ASYNC_H
+#define NETDEV_DPDK_VHOST_ASYNC_H 1
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_spinlock.h>
+
+#include "openvswitch/thread.h"
+
+struct netdev;
+struct netdev_custom_stats;
+struct rte_mbuf;
+struct smap;
+
+/* Copy modes of vhost-user Tx (guest Rx): who copies packets into guest
+ * memory, and where completions are polled and mbufs freed.
+ *
+ *   cpu    stock synchronous rte_vhost_enqueue_burst() on the sender.
+ *   v3     the sender submits to its PMD's dmadev under the txq lock; the
+ *          PMD that polls the port's rxq polls the Tx completions and frees.
+ *   ring   senders put mbufs into a lock-free multi-producer ring per txq
+ *          (no txq lock); the rxq's PMD drains the ring, submits on its
+ *          dmadev, polls completions and frees.
+ *   defer  the sender submits on its dmadev and queues a work item in its
+ *          own deferred work list (dpif-netdev-defer.h), which it runs after
+ *          each round of Rx polling until the copies have completed.
+ */
+enum vhost_copy_mode {
+    VHOST_COPY_CPU,
+    VHOST_COPY_V3,
+    VHOST_COPY_RING,
+    VHOST_COPY_DEFER,
+    VHOST_COPY_N_MODES
+};
+
+const char *vhost_copy_mode_to_string(enum vhost_copy_mode);
+bool vhost_copy_mode_from_string(const char *, enum vhost_copy_mode *);
+
+/* Per-port async state, owned by a netdev_dpdk vhost port. */
+struct vhost_async;
+
+void vhost_async_init(bool iommu, bool postcopy);
+void vhost_async_set_default(const struct smap *ovs_other_config);
+
+struct vhost_async *vhost_async_create(struct netdev *);
+void vhost_async_destroy(struct vhost_async *);
+
+/* Configuration, from the port's set_config (options:vhost-copy-mode).
+ * Requests a reconfiguration of the port if its mode must change, and
+ * then returns true. */
+bool vhost_async_set_config(struct vhost_async *, const struct smap *args);
+
+/* Driver registration.  vhost_async_driver_flags() returns the extra
+ * rte_vhost_driver_register() flags for 'flags' (ASYNC_COPY when the port
+ * may use async copies).  vhost_async_reregister() unregisters a port
+ * whose registration lacks ASYNC_COPY but now needs it, so that the caller
+ * registers it again; it releases 'mutex' around the unregistration. */
+uint64_t vhost_async_driver_flags(struct vhost_async *, uint64_t flags);
+void vhost_async_reregister(struct vhost_async *, const char *vhost_id,
+                            uint64_t *driver_flags, struct ovs_mutex *mutex)
+    OVS_REQUIRES(mutex);
+
+/* Applies the requested copy mode while no PMD uses the port (from the
+ * port's reconfigure): drains or clears what is in flight first. */
+void vhost_async_reconfigure(struct vhost_async *, int vid, int n_txq);
+
+/* vhost callbacks. */
+void vhost_async_new_device(struct vhost_async *, int vid);
+void vhost_async_device_gone(struct vhost_async *);
+void vhost_async_destroy_device(struct vhost_async *, int vid);
+void vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
+
+/* Datapath.  vhost_async_active() says whether the send path must go
+ * through vhost_async_send() instead of rte_vhost_enqueue_burst(). */
+bool vhost_async_active(const struct vhost_async *);
+
+/* Sends 'cnt' packets on txq 'qid' (vhost vring 'vring') of device 'vid'.
+ * Takes ownership of all of them.  'tx_lock' is the txq lock of the port
+ * (taken here when the mode needs it).  Returns the number of packets it
+ * could not send (already freed), for the caller's drop counters, and
+ * the number of enqueue retries in '*retries'. */
+int vhost_async_send(struct vhost_async *, int vid, int qid,
+                     struct rte_mbuf **pkts, int cnt, int max_retries,
+                     int *retries, rte_spinlock_t *tx_lock);
+
+/* Called by the PMD that polls rxq 'qid' of the port before it receives:
+ * runs the Tx work that the mode assigns to the Rx side (v3, ring). */
+void vhost_async_rx_hook(struct vhost_async *, int vid, int qid);
+
+/* Interface statistics.  vhost_async_tx_dropped() is what the async path
+ * dropped (and freed) on its own, for the port's tx_dropped. */
+uint64_t vhost_async_tx_dropped(const struct vhost_async *);
+void vhost_async_get_custom_stats(const struct vhost_async *,
+                                  struct netdev_custom_stats *);
+
+#endif /* netdev-dpdk-vhost-async.h */
