@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """Upstream's own testsuites, run on the fork's tree with the harness
-fixes of patches/000[1-4]: "make check-dpdk" and the datapath part of
+fixes of patches/000[1-5]: "make check-dpdk" and the datapath part of
 "make check".  They must pass, and check-dpdk may skip only the tests that
 need a physical NIC or AVX512."""
 

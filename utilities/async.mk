@@ -1,7 +1,7 @@
 # Utilities of the async vhost fork.
 #
 # Linked into the upstream tree as utilities/async.mk and included by
-# utilities/automake.mk (patches/0005).
+# utilities/automake.mk (patches/0006).
 
 # ovs-vhost-guest: DPDK virtio-user guests that generate, loop and verify
 # traffic through vhost-user ports.  It only needs DPDK, which configure
