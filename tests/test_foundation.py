@@ -170,3 +170,11 @@ def test_sandbox_bad_options():
                         "--ports", "3", "--time", "1"], capture_output=True,
                        text=True)
     assert r.returncode == 1 and "even number of ports" in r.stderr
+
+
+def test_no_huge(sandbox_factory):
+    """Switch and guests without hugepages (memfd-backed guest memory)."""
+    sb = sandbox_factory(ports=2, huge=False)
+    assert not sb.huge
+    for size in (64, 1518):
+        assert_verified(traffic.loop_run(sb, size=size, duration=1))

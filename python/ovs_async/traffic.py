@@ -67,7 +67,12 @@ def finish(sb, guest, ports, timeout):
     waits until the harness has read them after the warm-up, and again
     after its result, so that the difference is exactly the run's."""
     wait_for(guest, lambda: guest.log_has("ready; waiting"), 120, "ready")
-    before = sb.port_stats()
+    before = {}
+
+    def readable():
+        before.update(sb.port_stats())
+        return all("tx_dropped" in before.get(p, {}) for p in ports)
+    wait_for(guest, readable, 30, "connected to every port")
     sb.clear_pmd_stats()
     guest.release()
     wait_for(guest, guest.result_ready, timeout, "done")
