@@ -11,8 +11,14 @@ lib_libopenvswitch_la_SOURCES += \
 
 if DPDK_NETDEV
 lib_libopenvswitch_la_SOURCES += \
+	lib/dma-swcopy.c \
+	lib/dma-swcopy.h \
+	lib/dma-swcopy-abi.h \
 	lib/netdev-dpdk-dma.c \
 	lib/netdev-dpdk-dma.h \
 	lib/netdev-dpdk-vhost-async.c \
 	lib/netdev-dpdk-vhost-async.h
+# dma_swcopy registers a vdev driver: the vdev bus library is a driver
+# library, which libdpdk.pc does not list.
+lib_libopenvswitch_la_LIBADD += -lrte_bus_vdev
 endif

@@ -18,6 +18,8 @@
 
 #include "netdev-dpdk-dma.h"
 
+#include "dma-swcopy.h"
+
 #include <rte_dev.h>
 #include <rte_dmadev.h>
 #include <rte_errno.h>
@@ -277,6 +279,9 @@ netdev_dpdk_dma_init(void)
     static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
 
     if (ovsthread_once_start(&once)) {
+        /* Our software engine registers itself before EAL probes vdevs
+         * (a constructor); this reference keeps it linked in. */
+        dma_swcopy_register();
         unixctl_command_register("netdev-dpdk/dmadev-show", "", 0, 0,
                                  dma_show, NULL);
         ovsthread_once_done(&once);

@@ -12,4 +12,16 @@ utilities_ovs_vhost_guest_SOURCES = utilities/ovs-vhost-guest.c
 utilities_ovs_vhost_guest_LDADD = -lm
 man_MANS += utilities/ovs-vhost-guest.8
 EXTRA_DIST += utilities/ovs-vhost-guest.8
+
+# ovs-dma-bench: submitter-side cost and throughput of dmadevs (our
+# dma_swcopy, dma_skeleton, or any the operator names).
+bin_PROGRAMS += utilities/ovs-dma-bench
+utilities_ovs_dma_bench_SOURCES = utilities/ovs-dma-bench.c
+utilities_ovs_dma_bench_LDADD = lib/libopenvswitch.la
+
+# Functional test of the dma_swcopy driver through the dmadev API (run by
+# tests/test_dma_swcopy.py, also under ASan).
+noinst_PROGRAMS += tests/test-dma-swcopy
+tests_test_dma_swcopy_SOURCES = tests/test-dma-swcopy.c
+tests_test_dma_swcopy_LDADD = lib/libopenvswitch.la
 endif

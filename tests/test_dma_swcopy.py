@@ -1,0 +1,107 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""dma_swcopy, our software dmadev: the driver through the dmadev API
+(also under ASan), and every async copy mode of the switch on it."""
+
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+from ovs_async import traffic
+
+from conftest import TOP
+from test_copy_modes import ASYNC_MODES, pmd_counters, wait_mempools_back
+from test_foundation import assert_verified
+
+
+def check_summary(out):
+    """The test program ends with 'N passed, M failed'."""
+    m = re.search(r"^(\d+) passed, (\d+) failed$", out, re.M)
+    assert m, out[-2000:]
+    assert int(m.group(2)) == 0, out[-4000:]
+    assert int(m.group(1)) >= 10, out[-2000:]
+
+
+def test_driver_functional(build):
+    r = subprocess.run([os.path.join(build, "tests/test-dma-swcopy")],
+                       capture_output=True, text=True, timeout=600)
+    check_summary(r.stdout)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_driver_asan():
+    """The driver test built with AddressSanitizer and UBSan is clean."""
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "config.h"), "w").close()
+        cflags = subprocess.run(["pkg-config", "--cflags", "libdpdk"],
+                                capture_output=True, text=True,
+                                check=True).stdout.split()
+        libs = subprocess.run(["pkg-config", "--libs", "libdpdk"],
+                              capture_output=True, text=True,
+                              check=True).stdout.split()
+        exe = os.path.join(d, "test-dma-swcopy-asan")
+        cc = subprocess.run(
+            ["cc", "-O1", "-g", "-fsanitize=address,undefined",
+             "-fno-omit-frame-pointer", "-DALLOW_EXPERIMENTAL_API",
+             "-I" + d, "-I" + os.path.join(TOP, "lib")] + cflags
+            + [os.path.join(TOP, "lib/dma-swcopy.c"),
+               os.path.join(TOP, "tests/test-dma-swcopy.c"),
+               "-o", exe] + libs + ["-lrte_bus_vdev", "-lpthread"],
+            capture_output=True, text=True)
+        assert cc.returncode == 0, cc.stderr[-3000:]
+        env = dict(os.environ,
+                   ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+        r = subprocess.run([exe], capture_output=True, text=True,
+                           timeout=900, env=env)
+        assert "ERROR: AddressSanitizer" not in r.stderr, r.stderr[-4000:]
+        assert "runtime error" not in r.stderr, r.stderr[-4000:]
+        check_summary(r.stdout)
+        assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def swcopy_sandbox():
+    from ovs_async.sandbox import Sandbox
+    sb = Sandbox(ports=2, dma=1, dma_driver="dma_swcopy", log=print)
+    sb.start()
+    yield sb
+    sb.stop()
+
+
+def test_dmadev_show_lists_swcopy(swcopy_sandbox):
+    show = swcopy_sandbox.appctl("netdev-dpdk/dmadev-show")
+    assert "dmadev dma_swcopy0" in show
+    assert "owner: pmd core 1" in show
+
+
+@pytest.mark.parametrize("size", [64, 1518])
+@pytest.mark.parametrize("mode", ASYNC_MODES)
+def test_modes_on_swcopy(swcopy_sandbox, mode, size):
+    sb = swcopy_sandbox
+    sb.set_copy_mode("cpu")
+    traffic.loop_run(sb, size=64, duration=0.3)
+    baseline = sb.mempool_in_use()
+    sb.set_copy_mode(mode)
+    run = traffic.loop_run(sb, size=size, duration=1.5)
+    assert_verified(run)
+    counters = pmd_counters(sb)
+    assert counters["DMA copies submitted"] > 0, counters
+    assert counters["DMA CPU fallbacks"] == 0, counters
+    sb.set_copy_mode("cpu")
+    assert wait_mempools_back(sb, baseline) == {}
