@@ -24,15 +24,23 @@
  *     submit cycles per copy (the rte_dma_copy() calls plus
  *     rte_dma_submit()), completion cycles per copy (the
  *     rte_dma_completed() calls that returned completions; empty polls are
- *     waiting, reported apart) and the rate.
+ *     waiting, not cost) and the rate.  Cycle costs are averaged over
+ *     batches without the 5% highest and lowest, so that batches hit by
+ *     preemption or interrupts do not dominate (medians would not do:
+ *     some virtual TSCs only move in steps of tens of cycles).
  *
  *   - pipelined: keep the ring full (enqueue a batch whenever the burst
  *     capacity allows, collect whatever is complete): the engine's
  *     throughput, and the submitter's cycles per copy at that rate.
  *
- * Plus a single-core memcpy() (and rte_memcpy()) baseline at each size on
- * the same buffers.  Devices are started one at a time, so engine threads
- * of other devices do not compete.
+ * Each measurement is cut into slices; throughputs are reported for the
+ * best and the median slice.  Plus a single-core memcpy() (and
+ * rte_memcpy()) baseline at each size on the same buffers, and a
+ * cache-line ping-pong between the benchmark CPU and another one (the
+ * cost of one cross-CPU handoff, the unit an engine's cost is made of; a
+ * high value also reveals CPUs shared with other busy threads).  Devices
+ * are started one at a time, so engine threads of other devices do not
+ * compete.
  *
  * Usage: ovs-dma-bench [EAL options] [-- options]; see --help. */
 
