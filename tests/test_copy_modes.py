@@ -165,8 +165,8 @@ def test_mode_switches_under_traffic(dma_sandbox, mode):
 
 @pytest.mark.parametrize("mode", ASYNC_MODES)
 def test_disruptions_under_traffic(sandbox_factory, mode):
-    """Guest restart, port delete + re-add and a pmd-cpu-mask change while
-    copies are in flight."""
+    """Guest restart, port delete + re-add, an MTU change and a
+    pmd-cpu-mask change while copies are in flight."""
     sb = sandbox_factory(ports=2, dma=2)
     sb.set_copy_mode(mode)
     traffic.loop_run(sb, size=64, duration=0.5)
@@ -180,7 +180,8 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     assert sb.vswitchd_alive()
     assert_verified(traffic.loop_run(sb, size=1518, duration=1))
 
-    # Port delete + re-add, then a PMD mask change, under traffic.
+    # Port delete + re-add, an MTU change and a PMD mask change, under
+    # traffic.
     g = sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
                        ["--size", 1518, "--duration", 6,
                         "--wait-link", 30])
@@ -191,6 +192,10 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     sb.set_copy_mode(mode, "v1")
     sb.set_topology("loop")
     time.sleep(1)
+    # An MTU change reconfigures the port (new mempool) with copies in
+    # flight.
+    sb.vsctl("set", "Interface", "v0", "mtu_request=2000")
+    time.sleep(0.5)
     sb.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x1")
     time.sleep(1)
     sb.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x2")
