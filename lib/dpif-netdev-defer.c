@@ -50,15 +50,6 @@ dp_defer_init(struct dp_defer *defer, size_t max_items)
     }
 }
 
-void
-dp_defer_destroy(struct dp_defer *defer)
-{
-    dp_defer_drain(defer);
-    if (*current_defer_get() == defer) {
-        *current_defer_get() = NULL;
-    }
-}
-
 /* Makes 'defer' (or no list, if NULL) the list of the calling thread. */
 void
 dp_defer_set_current(struct dp_defer *defer)

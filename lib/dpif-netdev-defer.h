@@ -80,7 +80,6 @@ struct dp_defer {
 };
 
 void dp_defer_init(struct dp_defer *, size_t max_items);
-void dp_defer_destroy(struct dp_defer *);
 
 void dp_defer_set_current(struct dp_defer *);
 void dp_defer_submit(dp_defer_work_cb *, void *aux, int qid);

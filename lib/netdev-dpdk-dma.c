@@ -217,18 +217,6 @@ netdev_dpdk_dma_get(void)
     return *thread_dma_get();
 }
 
-int
-netdev_dpdk_dma_count(void)
-{
-    int n;
-
-    ovs_mutex_lock(&dma_mutex);
-    dma_scan();
-    n = n_dma_devs;
-    ovs_mutex_unlock(&dma_mutex);
-    return n;
-}
-
 static void
 dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
          const char *argv[] OVS_UNUSED, void *aux OVS_UNUSED)

@@ -45,7 +45,4 @@ void netdev_dpdk_dma_thread_detach(void);
 /* Returns the dmadev of the calling thread, or -1 if it has none. */
 int16_t netdev_dpdk_dma_get(void);
 
-/* Number of dmadevs DPDK probed (0 when none). */
-int netdev_dpdk_dma_count(void);
-
 #endif /* netdev-dpdk-dma.h */

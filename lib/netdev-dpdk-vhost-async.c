@@ -103,10 +103,8 @@ struct vhost_async {
     /* Applied by vhost_async_reconfigure() while no PMD uses the port. */
     atomic_int mode;                /* enum vhost_copy_mode in use. */
     atomic_int vid;                 /* Device for the PMDs, -1 if none. */
-    int last_vid;                   /* Device the state below refers to. */
     bool async_registered;          /* Driver registered with ASYNC_COPY. */
     bool refused_logged;
-    int n_txq;
     bool *channel;                  /* Per vring: async channel registered. */
 
     struct vhost_async_stats stats;
@@ -303,7 +301,6 @@ vhost_async_create(struct netdev *netdev)
     async->option_mode = -1;
     atomic_init(&async->mode, VHOST_COPY_CPU);
     atomic_init(&async->vid, -1);
-    async->last_vid = -1;
     async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
     async->txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->txqs);
     for (int i = 0; i < MAX_TXQ; i++) {
@@ -807,7 +804,6 @@ vhost_async_new_device(struct vhost_async *async, int vid)
     vid_map[vid] = async;
     ovs_mutex_unlock(&vid_mutex);
 
-    async->last_vid = vid;
     memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
     if (get_mode(async) != VHOST_COPY_CPU) {
         set_channels(async, vid, true, false);
@@ -951,7 +947,6 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
         async->refused_logged = false;
     }
 
-    async->n_txq = n_txq;
     if (req == cur) {
         if (req == VHOST_COPY_RING) {
             alloc_rings(async, n_txq);
