@@ -17,7 +17,10 @@ lib_libopenvswitch_la_SOURCES += \
 	lib/netdev-dpdk-dma.c \
 	lib/netdev-dpdk-dma.h \
 	lib/netdev-dpdk-vhost-async.c \
-	lib/netdev-dpdk-vhost-async.h
+	lib/netdev-dpdk-vhost-async.h \
+	lib/netdev-dpdk-vhost-auto.c \
+	lib/netdev-dpdk-vhost-auto.h
+
 # dma_swcopy registers a vdev driver: the vdev bus library is a driver
 # library, which libdpdk.pc does not list.
 lib_libopenvswitch_la_LIBADD += -lrte_bus_vdev

@@ -18,10 +18,29 @@
 
 #include "dpif-netdev-defer.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
+#ifdef DPDK_NETDEV
+#include <rte_cycles.h>
+#endif
+
+#include "openvswitch/vlog.h"
 #include "ovs-thread.h"
+#include "smap.h"
+#include "timeval.h"
 #include "util.h"
+
+VLOG_DEFINE_THIS_MODULE(dpif_netdev_defer);
+
+/* other_config:pmd-defer-recheck-max-us: default and upper bound. */
+#define RECHECK_MAX_US_DEFAULT 20
+#define RECHECK_MAX_US_LIMIT 1000
+
+/* The bound on the interval between re-checks of an item. */
+static atomic_uint recheck_max = RECHECK_MAX_US_DEFAULT;
+static unsigned int recheck_max_us = UINT_MAX;   /* As configured. */
 
 /* The calling thread's current list, set by its PMD thread. */
 DEFINE_STATIC_PER_THREAD_DATA(struct dp_defer *, current_defer, NULL);
@@ -29,6 +48,30 @@ DEFINE_STATIC_PER_THREAD_DATA(struct dp_defer *, current_defer, NULL);
 /* Accounting of threads without a list (the main thread). */
 static struct dp_defer other_threads;
 static struct ovs_mutex other_mutex = OVS_MUTEX_INITIALIZER;
+
+/* A cheap monotonic clock: the TSC where DPDK provides it, else
+ * microseconds. */
+uint64_t
+dp_defer_ticks(void)
+{
+#ifdef DPDK_NETDEV
+    return rte_get_tsc_cycles();
+#else
+    return time_usec();
+#endif
+}
+
+double
+dp_defer_ticks_per_us(void)
+{
+#ifdef DPDK_NETDEV
+    uint64_t hz = rte_get_tsc_hz();
+
+    return hz ? hz / 1e6 : 1.0;
+#else
+    return 1.0;
+#endif
+}
 
 static inline void
 dp_defer_count(struct dp_defer *defer, enum dp_defer_stat stat, uint64_t n)
@@ -40,6 +83,44 @@ dp_defer_count(struct dp_defer *defer, enum dp_defer_stat stat, uint64_t n)
     atomic_store_relaxed(&defer->counters[stat], v + n);
 }
 
+/* Applies other_config:pmd-defer-recheck-max-us.  An invalid value is
+ * reported once and changes nothing. */
+void
+dp_defer_set_config(const struct smap *other_config)
+{
+    static char *last_value;
+    const char *value = smap_get(other_config, "pmd-defer-recheck-max-us");
+    unsigned int us = RECHECK_MAX_US_DEFAULT;
+
+    if (nullable_string_is_equal(value, last_value)) {
+        return;
+    }
+    free(last_value);
+    last_value = nullable_xstrdup(value);
+
+    if (value) {
+        char *end;
+        unsigned long v = strtoul(value, &end, 10);
+
+        if (!value[0] || *end || value[0] == '-'
+            || v > RECHECK_MAX_US_LIMIT) {
+            VLOG_ERR("other_config:pmd-defer-recheck-max-us \"%s\" is not "
+                     "a number of microseconds from 0 to %d; keeping %u",
+                     value, RECHECK_MAX_US_LIMIT,
+                     recheck_max_us == UINT_MAX
+                     ? RECHECK_MAX_US_DEFAULT : recheck_max_us);
+            return;
+        }
+        us = v;
+    }
+    if (us != recheck_max_us) {
+        recheck_max_us = us;
+        atomic_store_relaxed(&recheck_max, us);
+        VLOG_INFO("Deferred work re-checks at most %u us apart%s.", us,
+                  us ? "" : " (on every PMD iteration)");
+    }
+}
+
 void
 dp_defer_init(struct dp_defer *defer, size_t max_items)
 {
@@ -48,6 +129,8 @@ dp_defer_init(struct dp_defer *defer, size_t max_items)
     for (int i = 0; i < DP_DEFER_N_STATS; i++) {
         atomic_init(&defer->counters[i], 0);
     }
+    atomic_init(&defer->latency_max, 0);
+    atomic_init(&defer->latency_ewma, 0);
 }
 
 /* Makes 'defer' (or no list, if NULL) the list of the calling thread. */
@@ -61,28 +144,79 @@ dp_defer_set_current(struct dp_defer *defer)
 static void
 dp_defer_run_inline(dp_defer_work_cb *cb, void *aux, int qid)
 {
-    while (cb(aux, qid, false)) {
+    uint32_t n;
+
+    while (cb(aux, qid, false, &n)) {
         continue;
     }
 }
 
+static void
+item_add_batch(struct dp_defer_item *item, uint64_t now, uint32_t n)
+{
+    if (item->n_batches < DP_DEFER_MAX_BATCHES) {
+        struct dp_defer_batch *b = &item->batches[item->n_batches++];
+
+        b->ticks = now;
+        b->n = n;
+    } else {
+        /* Full: the newest batch absorbs the units (their latency is then
+         * measured a little long). */
+        item->batches[DP_DEFER_MAX_BATCHES - 1].n += n;
+    }
+}
+
+/* When an item whose oldest unretired submission was at 'oldest' is next
+ * worth checking.  The check is aimed a little before the expected
+ * completion, so that checking late cannot inflate the latency learned. */
+static uint64_t
+next_check(const struct dp_defer *defer, uint64_t oldest, uint64_t now,
+           uint64_t max_ticks)
+{
+    uint64_t due;
+
+    if (!max_ticks) {
+        return now;
+    }
+    due = oldest + defer->latency / 4 * 3;
+    if (due <= now) {
+        /* Overdue: back off by a fraction of the latency. */
+        due = now + defer->latency / 4;
+    }
+    return MIN(due, now + max_ticks);
+}
+
+/* The configured bound on re-check intervals, in ticks. */
+static uint64_t
+recheck_max_ticks(void)
+{
+    unsigned int us;
+
+    atomic_read_relaxed(&recheck_max, &us);
+    return us * dp_defer_ticks_per_us();
+}
+
 /* Records that the calling thread has work in flight for ('aux', 'qid')
- * that 'cb' retires.  The item goes to the thread's current list, once per
- * ('cb', 'aux', 'qid'); without a current list, the work is run inline. */
+ * that 'cb' retires: 'n' more units.  The item goes to the thread's current
+ * list, once per ('cb', 'aux', 'qid'); without a current list, the work is
+ * run inline. */
 void
-dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid)
+dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
 {
     struct dp_defer *defer = *current_defer_get();
     struct dp_defer_item *item;
+    uint64_t now;
 
     if (!defer) {
         dp_defer_run_inline(cb, aux, qid);
         return;
     }
 
+    now = dp_defer_ticks();
     for (size_t i = 0; i < defer->n_items; i++) {
         item = &defer->items[i];
         if (item->aux == aux && item->qid == qid && item->cb == cb) {
+            item_add_batch(item, now, n);
             return;
         }
     }
@@ -102,6 +236,9 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid)
     item->cb = cb;
     item->aux = aux;
     item->qid = qid;
+    item->n_batches = 0;
+    item_add_batch(item, now, n);
+    item->next_check = next_check(defer, now, now, recheck_max_ticks());
     dp_defer_count(defer, DP_DEFER_QUEUED, 1);
 }
 
@@ -121,20 +258,96 @@ dp_defer_account(enum dp_defer_stat stat, uint64_t n)
     }
 }
 
+/* Says that the calling thread has work in flight that it will finish in
+ * a later iteration without a list item (for example completions it polls
+ * with its Rx queues), so that it must not sleep before its next
+ * iteration. */
+void
+dp_defer_keep_awake(void)
+{
+    struct dp_defer *defer = *current_defer_get();
+
+    if (defer) {
+        defer->keep_awake = true;
+    }
+}
+
+/* Learns the latency of the 'n' oldest units of 'item', retired at 'now'. */
+static void
+item_retire(struct dp_defer *defer, struct dp_defer_item *item,
+            uint32_t n, uint64_t now)
+{
+    uint64_t max, sum = 0, cnt = 0;
+    size_t i = 0;
+
+    for (; n && i < item->n_batches; i++) {
+        struct dp_defer_batch *b = &item->batches[i];
+
+        if (n < b->n) {
+            b->n -= n;
+            break;
+        }
+        n -= b->n;
+        if (now > b->ticks) {
+            uint64_t lat = now - b->ticks;
+
+            sum += lat;
+            cnt++;
+            defer->latency = defer->latency
+                             ? defer->latency - defer->latency / 8 + lat / 8
+                             : lat;
+            atomic_read_relaxed(&defer->latency_max, &max);
+            if (lat > max) {
+                atomic_store_relaxed(&defer->latency_max, lat);
+            }
+        }
+    }
+    if (i) {
+        item->n_batches -= i;
+        memmove(item->batches, &item->batches[i],
+                item->n_batches * sizeof item->batches[0]);
+        atomic_store_relaxed(&defer->latency_ewma, defer->latency);
+        dp_defer_count(defer, DP_DEFER_LAT_SUM, sum);
+        dp_defer_count(defer, DP_DEFER_LAT_N, cnt);
+    }
+}
+
 static size_t
 dp_defer_run__(struct dp_defer *defer, bool drain)
 {
+    uint64_t max_ticks = recheck_max_ticks();
+    uint64_t now = dp_defer_ticks();
     size_t n_done = 0;
     size_t n_left = 0;
+    size_t n_idle = 0;
     size_t n = defer->n_items;
 
     /* Callbacks may submit new items (appended after 'n'); they are run on
      * the next round. */
     for (size_t i = 0; i < n; i++) {
-        struct dp_defer_item item = defer->items[i];
+        struct dp_defer_item *item = &defer->items[i];
+        uint32_t retired = 0;
+        bool pending = true;
 
-        if (item.cb(item.aux, item.qid, drain)) {
-            defer->items[n_left++] = item;
+        if (drain || item->next_check <= now) {
+            pending = item->cb(item->aux, item->qid, drain, &retired);
+            if (retired) {
+                item_retire(defer, item, retired, now);
+            }
+            if (pending) {
+                if (!retired) {
+                    n_idle++;
+                }
+                item->next_check = next_check(
+                    defer, item->n_batches ? item->batches[0].ticks : now,
+                    now, max_ticks);
+            }
+        }
+        if (pending) {
+            if (n_left != i) {
+                defer->items[n_left] = *item;
+            }
+            n_left++;
         } else {
             n_done++;
         }
@@ -146,12 +359,12 @@ dp_defer_run__(struct dp_defer *defer, bool drain)
     defer->n_items -= n - n_left;
 
     dp_defer_count(defer, DP_DEFER_COMPLETED, n_done);
-    dp_defer_count(defer, DP_DEFER_RECHECKS, n_left);
+    dp_defer_count(defer, DP_DEFER_RECHECKS, n_idle);
     return n_done;
 }
 
-/* Runs every item once; items still in flight stay queued.  Returns the
- * number of items completed. */
+/* Runs every item that is due; items still in flight stay queued.  Returns
+ * the number of items completed. */
 size_t
 dp_defer_run(struct dp_defer *defer)
 {
@@ -188,10 +401,11 @@ dp_defer_clear_stats(struct dp_defer *defer)
     for (int i = 0; i < DP_DEFER_N_STATS; i++) {
         atomic_read_relaxed(&defer->counters[i], &defer->zero[i]);
     }
+    atomic_store_relaxed(&defer->latency_max, 0);
 }
 
 /* Formats the statistics of 'defer', or of the threads without a list if
- * 'defer' is NULL, as lines of "pmd-stats-show". */
+ * 'defer' is NULL, as lines of "pmd-stats-show" and "pmd-perf-show". */
 void
 dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
 {
@@ -206,6 +420,13 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
         ovs_mutex_unlock(&other_mutex);
     }
     if (defer) {
+        double per_us = dp_defer_ticks_per_us();
+        uint64_t max, ewma;
+
+        atomic_read_relaxed(&CONST_CAST(struct dp_defer *, defer)
+                            ->latency_max, &max);
+        atomic_read_relaxed(&CONST_CAST(struct dp_defer *, defer)
+                            ->latency_ewma, &ewma);
         ds_put_format(reply,
                       "  deferred work items queued: %"PRIu64"\n"
                       "  deferred work items completed: %"PRIu64"\n"
@@ -213,17 +434,25 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
                       "  deferred work inline runs (list full): %"PRIu64"\n",
                       s[DP_DEFER_QUEUED], s[DP_DEFER_COMPLETED],
                       s[DP_DEFER_RECHECKS], s[DP_DEFER_INLINE]);
+        ds_put_format(reply,
+                      "  deferred completion latency: avg %.1f us, "
+                      "max %.1f us, recent %.1f us (%"PRIu64" submissions)\n",
+                      s[DP_DEFER_LAT_N]
+                      ? s[DP_DEFER_LAT_SUM] / per_us / s[DP_DEFER_LAT_N]
+                      : 0.0,
+                      max / per_us, ewma / per_us, s[DP_DEFER_LAT_N]);
     }
     done = s[DP_DEFER_DMA_COMPLETED];
     ds_put_format(reply,
                   "  DMA copies submitted: %"PRIu64"\n"
                   "  DMA copies completed: %"PRIu64"\n"
                   "  DMA copies in flight: %"PRIu64"\n"
-                  "  DMA CPU fallbacks: %"PRIu64"\n",
+                  "  DMA CPU fallbacks: %"PRIu64"\n"
+                  "  auto mode CPU copies: %"PRIu64"\n",
                   s[DP_DEFER_DMA_SUBMITTED], done,
                   s[DP_DEFER_DMA_SUBMITTED] > done
                   ? s[DP_DEFER_DMA_SUBMITTED] - done : 0,
-                  s[DP_DEFER_CPU_COPIES]);
+                  s[DP_DEFER_CPU_COPIES], s[DP_DEFER_AUTO_CPU_COPIES]);
 }
 
 /* Clears the accounting of the threads without a list. */

@@ -24,6 +24,8 @@
 #include "openvswitch/dynamic-string.h"
 #include "ovs-atomic.h"
 
+struct smap;
+
 /* Per-PMD deferred work list ("work defer").
  *
  * A PMD thread that starts work it cannot finish at once (for example a
@@ -34,6 +36,15 @@
  * is full, the new item's work is run inline until it is done.  There is no
  * cross-thread handoff: only the owning thread touches its list.
  *
+ * Adaptive re-checks.  Re-checking work that is still in flight costs
+ * cycles; leaving finished work unretired costs latency and ring space.
+ * Each submission of 'n' units (packets) is timestamped, and when the
+ * callback reports units retired, the list learns the work's completion
+ * latency (submit to retire, an EWMA).  An item is then re-checked when its
+ * oldest unretired submission is expected to be done, and never later than
+ * other_config:pmd-defer-recheck-max-us after the last check (0 re-checks
+ * on every iteration).
+ *
  * The netdev layer does not know about PMD threads or dpif-netdev: it only
  * calls dp_defer_submit() with a callback that retires finished work and
  * says whether any remains ("work pending").  dpif-netdev makes a PMD's
@@ -41,11 +52,13 @@
  * A thread without a current list (a non-PMD thread) runs the work inline.
  */
 
-/* Retires what is finished of the work of ('aux', 'qid'); returns true if
- * work is still in flight and the item must stay queued.  If 'drain' is
- * true, the caller is about to reload or exit and the callback should
- * finish or abandon (and count) whatever is in flight. */
-typedef bool dp_defer_work_cb(void *aux, int qid, bool drain);
+/* Retires what is finished of the work of ('aux', 'qid') and stores the
+ * number of units retired in '*n_retired'; returns true if work is still in
+ * flight and the item must stay queued.  If 'drain' is true, the caller is
+ * about to reload or exit and the callback should finish or abandon (and
+ * count) whatever is in flight. */
+typedef bool dp_defer_work_cb(void *aux, int qid, bool drain,
+                              uint32_t *n_retired);
 
 enum dp_defer_stat {
     DP_DEFER_QUEUED,        /* Items added to the list. */
@@ -57,14 +70,31 @@ enum dp_defer_stat {
      * dp_defer_account(), in packets. */
     DP_DEFER_DMA_SUBMITTED, /* Handed to a DMA engine. */
     DP_DEFER_DMA_COMPLETED, /* Retired (copy done, mbuf freed) here. */
-    DP_DEFER_CPU_COPIES,    /* Copied on the CPU in an async mode. */
+    DP_DEFER_CPU_COPIES,    /* Copied on the CPU in an async mode for
+                             * want of a dmadev. */
+    DP_DEFER_AUTO_CPU_COPIES, /* Copied on the CPU by choice of 'auto'. */
+
+    /* Completion latency of submissions, in ticks (dp_defer_ticks()). */
+    DP_DEFER_LAT_SUM,       /* Sum over retired submissions. */
+    DP_DEFER_LAT_N,         /* Number of retired submissions. */
     DP_DEFER_N_STATS
+};
+
+/* Submissions of an item not yet retired, oldest first. */
+#define DP_DEFER_MAX_BATCHES 4
+
+struct dp_defer_batch {
+    uint64_t ticks;            /* When submitted. */
+    uint32_t n;                /* Units not yet retired. */
 };
 
 struct dp_defer_item {
     dp_defer_work_cb *cb;
     void *aux;
     int qid;
+    uint8_t n_batches;
+    struct dp_defer_batch batches[DP_DEFER_MAX_BATCHES];
+    uint64_t next_check;       /* Ticks when the item is due. */
 };
 
 #define DP_DEFER_MAX_ITEMS 256
@@ -73,26 +103,41 @@ struct dp_defer {
     struct dp_defer_item items[DP_DEFER_MAX_ITEMS];
     size_t n_items;
     size_t max_items;          /* Capacity in use, <= DP_DEFER_MAX_ITEMS. */
+    bool keep_awake;           /* Work in flight outside the list. */
+    uint64_t latency;          /* Completion latency EWMA, in ticks. */
 
     /* Statistics, written only by the owning thread. */
     atomic_uint64_t counters[DP_DEFER_N_STATS];
     uint64_t zero[DP_DEFER_N_STATS];   /* Values at the last clear. */
+    atomic_uint64_t latency_max;       /* Since the last clear, in ticks. */
+    atomic_uint64_t latency_ewma;      /* Copy of 'latency' for readers. */
 };
+
+void dp_defer_set_config(const struct smap *other_config);
 
 void dp_defer_init(struct dp_defer *, size_t max_items);
 
 void dp_defer_set_current(struct dp_defer *);
-void dp_defer_submit(dp_defer_work_cb *, void *aux, int qid);
+void dp_defer_submit(dp_defer_work_cb *, void *aux, int qid, uint32_t n);
 void dp_defer_account(enum dp_defer_stat, uint64_t n);
+void dp_defer_keep_awake(void);
 
 size_t dp_defer_run(struct dp_defer *);
 void dp_defer_drain(struct dp_defer *);
 
+/* Returns true if the owning PMD may sleep now (pmd-maxsleep): nothing is
+ * deferred and nobody called dp_defer_keep_awake() since the last call. */
 static inline bool
-dp_defer_is_empty(const struct dp_defer *defer)
+dp_defer_may_sleep(struct dp_defer *defer)
 {
-    return !defer->n_items;
+    bool awake = defer->keep_awake;
+
+    defer->keep_awake = false;
+    return !defer->n_items && !awake;
 }
+
+uint64_t dp_defer_ticks(void);
+double dp_defer_ticks_per_us(void);
 
 void dp_defer_get_stats(const struct dp_defer *,
                         uint64_t stats[DP_DEFER_N_STATS]);

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -30,6 +31,7 @@
 #include "coverage.h"
 #include "dpif-netdev-defer.h"
 #include "netdev-dpdk-dma.h"
+#include "netdev-dpdk-vhost-auto.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
@@ -70,7 +72,14 @@ static const char *const mode_names[VHOST_COPY_N_MODES] = {
     [VHOST_COPY_V3] = "v3",
     [VHOST_COPY_RING] = "ring",
     [VHOST_COPY_DEFER] = "defer",
+    [VHOST_COPY_AUTO] = "auto",
 };
+
+/* How long 'auto' waits for a queue's copies before it moves the queue to
+ * the CPU (else it tries again with the next burst).  Switches are rare
+ * (hysteresis, probes that back off), so one wait of up to a completion
+ * latency is cheap. */
+#define AUTO_DRAIN_US 2000
 
 /* Per Tx queue state, one cache line each, written by PMD threads. */
 struct vhost_async_txq {
@@ -84,7 +93,10 @@ struct vhost_async_txq {
 struct vhost_async_stats {
     atomic_uint64_t submitted;      /* Packets handed to a DMA engine. */
     atomic_uint64_t completed;      /* Packets whose copy completed. */
-    atomic_uint64_t cpu_copies;     /* Packets copied on the CPU. */
+    atomic_uint64_t cpu_copies;     /* Packets copied on the CPU for want
+                                     * of a dmadev. */
+    atomic_uint64_t auto_cpu;       /* Packets 'auto' chose to copy on the
+                                     * CPU. */
     atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
     atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
                                      * gone, engine stuck). */
@@ -109,6 +121,10 @@ struct vhost_async {
 
     struct vhost_async_stats stats;
     struct vhost_async_txq *txqs;   /* MAX_TXQ entries. */
+    struct vhost_auto *autos;       /* MAX_TXQ entries, once 'auto' is used;
+                                     * under the txq locks. */
+    int n_txq;                      /* Tx queues, as of the last
+                                     * reconfiguration. */
 };
 
 static struct ovs_mutex async_mutex = OVS_MUTEX_INITIALIZER;
@@ -166,7 +182,7 @@ vhost_copy_mode_from_string(const char *s, enum vhost_copy_mode *mode)
 static const char *
 mode_list(void)
 {
-    return "cpu, v3, ring, defer";
+    return "cpu, v3, ring, defer, auto";
 }
 
 static enum vhost_copy_mode
@@ -273,6 +289,7 @@ vhost_async_set_default(const struct smap *ovs_other_config)
 {
     const char *value = smap_get(ovs_other_config, "vhost-copy-mode");
 
+    vhost_auto_set_config(ovs_other_config);
     ovs_mutex_lock(&async_mutex);
     if (!nullable_string_is_equal(value, default_value)) {
         int mode = parse_mode_value(value, "other_config:vhost-copy-mode",
@@ -356,6 +373,7 @@ vhost_async_destroy(struct vhost_async *async)
     free_rings(async);
     free(async->channel);
     free_cacheline(async->txqs);
+    free_cacheline(async->autos);
     free(async->option_value);
     free(async->name);
     free(async);
@@ -479,16 +497,19 @@ poll_dma(struct vhost_async *async, int vid, int qid, int16_t dma)
 }
 
 /* Polls the completions of Tx queue 'qid' on every dmadev that may hold
- * its copies (vhost serializes threads that share a dmadev). */
-static void
+ * its copies (vhost serializes threads that share a dmadev).  Returns the
+ * number of packets retired. */
+static uint32_t
 poll_all(struct vhost_async *async, int vid, int qid)
 {
+    uint32_t n = 0;
     uint64_t mask;
 
     atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
     for (; mask; mask = zero_rightmost_1bit(mask)) {
-        poll_dma(async, vid, qid, rightmost_1bit_idx(mask));
+        n += poll_dma(async, vid, qid, rightmost_1bit_idx(mask));
     }
+    return n;
 }
 
 static inline int
@@ -564,7 +585,8 @@ clear_all(struct vhost_async *async, int vid)
  * packets. */
 static int
 cpu_send(struct vhost_async *async, int vid, int qid,
-         struct rte_mbuf **pkts, int cnt, int max_retries, int *retries)
+         struct rte_mbuf **pkts, int cnt, int max_retries, int *retries,
+         bool chosen)
 {
     int sent = 0;
 
@@ -587,8 +609,13 @@ cpu_send(struct vhost_async *async, int vid, int qid,
         } while (sent < cnt && (*retries)++ < max_retries);
     }
     if (sent) {
-        stat_add(&async->stats.cpu_copies, sent);
-        dp_defer_account(DP_DEFER_CPU_COPIES, sent);
+        if (chosen) {
+            stat_add(&async->stats.auto_cpu, sent);
+            dp_defer_account(DP_DEFER_AUTO_CPU_COPIES, sent);
+        } else {
+            stat_add(&async->stats.cpu_copies, sent);
+            dp_defer_account(DP_DEFER_CPU_COPIES, sent);
+        }
     }
     rte_pktmbuf_free_bulk(pkts, cnt);
     return cnt - sent;
@@ -638,36 +665,119 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
     return cnt - sent;
 }
 
+/* Sends on the calling thread's dmadev, or on the CPU if it has none.
+ * Stores the number of packets handed to DMA in '*n_dma'. */
 static int
 dma_or_cpu_send(struct vhost_async *async, int vid, int qid,
                 struct rte_mbuf **pkts, int cnt, int max_retries,
-                int *retries)
+                int *retries, int *n_dma)
 {
     int16_t dma = netdev_dpdk_dma_get();
+    int dropped;
 
-    return (dma >= 0
-            ? dma_send(async, vid, qid, dma, pkts, cnt, max_retries, retries)
-            : cpu_send(async, vid, qid, pkts, cnt, max_retries, retries));
+    if (dma < 0) {
+        *n_dma = 0;
+        return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries,
+                        false);
+    }
+    dropped = dma_send(async, vid, qid, dma, pkts, cnt, max_retries,
+                       retries);
+    *n_dma = cnt - dropped;
+    return dropped;
+}
+
+/* Polls until nothing of Tx queue 'qid' is in flight, for at most
+ * AUTO_DRAIN_US.  Returns true if nothing is. */
+static bool
+auto_drain(struct vhost_async *async, int vid, int qid)
+{
+    uint64_t deadline = rte_get_timer_cycles()
+                        + rte_get_timer_hz() / 1000000 * AUTO_DRAIN_US;
+
+    while (inflight(async, qid) > 0) {
+        poll_all(async, vid, qid);
+        if (rte_get_timer_cycles() > deadline) {
+            return inflight(async, qid) <= 0;
+        }
+    }
+    return true;
+}
+
+/* 'auto' mode: sends a burst on the path that the queue's policy chooses,
+ * and tells the policy what it cost.  The caller holds the txq lock. */
+static int
+auto_send(struct vhost_async *async, int vid, int qid,
+          struct rte_mbuf **pkts, int cnt, int max_retries, int *retries,
+          int *n_dma)
+{
+    struct vhost_auto *a = &async->autos[qid];
+    int16_t dma = netdev_dpdk_dma_get();
+    enum vhost_auto_path cur, path;
+    uint64_t bytes = 0;
+    uint64_t start;
+    uint32_t avg;
+    int dropped;
+
+    for (int i = 0; i < cnt; i++) {
+        bytes += rte_pktmbuf_pkt_len(pkts[i]);
+    }
+    avg = bytes / cnt;
+
+    cur = vhost_auto_path(a);
+    path = dma >= 0 ? vhost_auto_choose(a, avg) : VHOST_AUTO_CPU;
+    if (path != cur) {
+        /* To the CPU only once the queue's copies are done, so that the
+         * guest sees the queue's packets in order. */
+        if (path == VHOST_AUTO_CPU && dma >= 0
+            && !auto_drain(async, vid, qid)) {
+            path = cur;
+        } else {
+            vhost_auto_switched(a, path);
+        }
+    }
+
+    start = rte_get_tsc_cycles();
+    if (path == VHOST_AUTO_DMA) {
+        dropped = dma_send(async, vid, qid, dma, pkts, cnt, max_retries,
+                           retries);
+        *n_dma = cnt - dropped;
+    } else {
+        dropped = cpu_send(async, vid, qid, pkts, cnt, max_retries,
+                           retries, true);
+        *n_dma = 0;
+    }
+    if (dma >= 0) {
+        vhost_auto_record(a, path, avg, rte_get_tsc_cycles() - start, cnt,
+                          cnt - dropped, inflight(async, qid));
+    }
+    return dropped;
 }
 
 /* The deferred work of a PMD that submitted on Tx queue 'qid'. */
 static bool
-defer_work(void *aux, int qid, bool drain)
+defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
 {
     struct vhost_async *async = aux;
     int vid = get_vid(async);
+    uint64_t start;
     int16_t dma;
 
+    *n_retired = 0;
     if (vid < 0 || inflight(async, qid) <= 0) {
         /* Nothing left, or the device went away and destroy_device()
          * cleared everything. */
         return false;
     }
+    start = rte_get_tsc_cycles();
     dma = netdev_dpdk_dma_get();
     if (drain || dma < 0) {
-        poll_all(async, vid, qid);
+        *n_retired = poll_all(async, vid, qid);
     } else {
-        poll_dma(async, vid, qid, dma);
+        *n_retired = poll_dma(async, vid, qid, dma);
+    }
+    if (*n_retired && async->autos && get_mode(async) == VHOST_COPY_AUTO) {
+        vhost_auto_retired(&async->autos[qid],
+                           rte_get_tsc_cycles() - start, *n_retired);
     }
     return inflight(async, qid) > 0;
 }
@@ -701,7 +811,7 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
                  int *retries, rte_spinlock_t *tx_lock)
 {
     enum vhost_copy_mode mode = get_mode(async);
-    int dropped;
+    int dropped, n_dma;
 
     *retries = 0;
     if (!cnt) {
@@ -719,12 +829,18 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         COVERAGE_INC(vhost_async_tx_contention);
         rte_spinlock_lock(tx_lock);
     }
-    dropped = dma_or_cpu_send(async, vid, qid, pkts, cnt, max_retries,
-                              retries);
+    if (mode == VHOST_COPY_AUTO) {
+        dropped = auto_send(async, vid, qid, pkts, cnt, max_retries, retries,
+                            &n_dma);
+    } else {
+        dropped = dma_or_cpu_send(async, vid, qid, pkts, cnt, max_retries,
+                                  retries, &n_dma);
+    }
     rte_spinlock_unlock(tx_lock);
 
-    if (mode == VHOST_COPY_DEFER && inflight(async, qid) > 0) {
-        dp_defer_submit(defer_work, async, qid);
+    if (n_dma && mode != VHOST_COPY_V3) {
+        /* defer, auto: this thread retires what it submitted. */
+        dp_defer_submit(defer_work, async, qid, n_dma);
     }
     return dropped;
 }
@@ -746,13 +862,16 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
             n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
                                           NULL);
             if (n) {
-                int retries = 0;
+                int retries = 0, n_dma;
                 int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
                                            VHOST_ASYNC_RING_RETRIES,
-                                           &retries);
+                                           &retries, &n_dma);
                 if (lost) {
                     stat_add(&async->stats.tx_failed, lost);
                 }
+            }
+            if (!rte_ring_empty(ring)) {
+                dp_defer_keep_awake();
             }
         }
     } else if (mode != VHOST_COPY_V3) {
@@ -760,6 +879,10 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
     }
     if (inflight(async, qid) > 0) {
         poll_all(async, vid, qid);
+        if (inflight(async, qid) > 0) {
+            /* This thread polls these copies: it must not sleep. */
+            dp_defer_keep_awake();
+        }
     }
 }
 
@@ -886,7 +1009,8 @@ flush_rings(struct vhost_async *async, int vid)
             int retries = 0;
             int lost = vid >= 0
                        ? cpu_send(async, vid, qid, pkts, n,
-                                  VHOST_ASYNC_RING_RETRIES, &retries)
+                                  VHOST_ASYNC_RING_RETRIES, &retries,
+                                  false)
                        : (rte_pktmbuf_free_bulk(pkts, n), (int) n);
 
             if (lost) {
@@ -931,6 +1055,7 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
     ovs_mutex_lock(&async_mutex);
     req = requested_mode(async);
     ovs_mutex_unlock(&async_mutex);
+    async->n_txq = MIN(n_txq, MAX_TXQ);
 
     why = req != VHOST_COPY_CPU ? async_refused() : NULL;
     if (!why && req != VHOST_COPY_CPU && !async->async_registered) {
@@ -969,6 +1094,14 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
         free_rings(async);
         req = VHOST_COPY_CPU;
     }
+    if (req == VHOST_COPY_AUTO) {
+        if (!async->autos) {
+            async->autos = xzalloc_cacheline(MAX_TXQ * sizeof *async->autos);
+        }
+        for (int qid = 0; qid < MAX_TXQ; qid++) {
+            vhost_auto_reset(&async->autos[qid]);
+        }
+    }
     if (vid >= 0) {
         set_channels(async, vid, req != VHOST_COPY_CPU, false);
     }
@@ -987,6 +1120,18 @@ vhost_async_tx_dropped(const struct vhost_async *async)
     return stat_get(&async->stats.tx_failed);
 }
 
+/* Switches of 'auto' to 'path', over all Tx queues. */
+static uint64_t
+auto_switches(const struct vhost_async *async, enum vhost_auto_path path)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; async->autos && i < async->n_txq; i++) {
+        n += vhost_auto_switches(&async->autos[i], path);
+    }
+    return n;
+}
+
 void
 vhost_async_get_custom_stats(const struct vhost_async *async,
                              struct netdev_custom_stats *stats)
@@ -1002,7 +1147,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
 
     n = stats->size;
     stats->counters = xrealloc(stats->counters,
-                               (n + 6) * sizeof *stats->counters);
+                               (n + 9) * sizeof *stats->counters);
 #define ASYNC_STAT(NAME, VALUE)                                  \
     ovs_strlcpy(stats->counters[n].name, NAME,                   \
                 NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
@@ -1016,6 +1161,11 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
                stat_get(&async->stats.ring_full));
     ASYNC_STAT("ovs_async_tx_failure_drops",
                stat_get(&async->stats.tx_failed));
+    ASYNC_STAT("ovs_async_auto_cpu_copies", stat_get(&async->stats.auto_cpu));
+    ASYNC_STAT("ovs_async_auto_switches_to_dma",
+               auto_switches(async, VHOST_AUTO_DMA));
+    ASYNC_STAT("ovs_async_auto_switches_to_cpu",
+               auto_switches(async, VHOST_AUTO_CPU));
 #undef ASYNC_STAT
     stats->size = n;
 }
@@ -1105,6 +1255,13 @@ format_port(struct ds *reply, const struct vhost_async *async)
                       mode_names[req]);
     }
     ds_put_format(reply, " (from %s)\n", requested_source(async));
+    if (cur == VHOST_COPY_AUTO && async->autos) {
+        for (int qid = 0; qid < async->n_txq; qid++) {
+            ds_put_format(reply, "  txq %d: ", qid);
+            vhost_auto_format(reply, &async->autos[qid]);
+            ds_put_char(reply, '\n');
+        }
+    }
 }
 
 static void
@@ -1143,7 +1300,7 @@ vhost_async_unixctl_init(void)
 
     if (ovsthread_once_start(&once)) {
         unixctl_command_register("netdev-dpdk/vhost-copy-mode-set",
-                                 "[interface] cpu|v3|ring|defer", 1, 2,
+                                 "[interface] cpu|v3|ring|defer|auto", 1, 2,
                                  mode_set, NULL);
         unixctl_command_register("netdev-dpdk/vhost-copy-mode-get",
                                  "[interface]", 0, 1, mode_get, NULL);

@@ -41,12 +41,15 @@ struct smap;
  *   defer  the sender submits on its dmadev and queues a work item in its
  *          own deferred work list (dpif-netdev-defer.h), which it runs after
  *          each round of Rx polling until the copies have completed.
+ *   auto   per Tx queue, cpu or defer, whichever costs the sending PMD
+ *          fewer cycles per packet (netdev-dpdk-vhost-auto.h).
  */
 enum vhost_copy_mode {
     VHOST_COPY_CPU,
     VHOST_COPY_V3,
     VHOST_COPY_RING,
     VHOST_COPY_DEFER,
+    VHOST_COPY_AUTO,
     VHOST_COPY_N_MODES
 };
 
