@@ -742,8 +742,9 @@ auto_send(struct vhost_async *async, int vid, int qid,
                            retries);
         *n_dma = cnt - dropped;
     } else {
+        /* Without a dmadev, a CPU copy is a fallback, not a choice. */
         dropped = cpu_send(async, vid, qid, pkts, cnt, max_retries,
-                           retries, true);
+                           retries, dma >= 0);
         *n_dma = 0;
     }
     if (dma >= 0) {

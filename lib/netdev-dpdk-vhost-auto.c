@@ -371,7 +371,8 @@ vhost_auto_format(struct ds *s, const struct vhost_auto *a)
         ds_put_format(s, "; pinned threshold %"PRIu32" B)", thr);
         return;
     }
-    ds_put_format(s, "; dma backlog/drop events: %"PRIu64")", saturated);
+    ds_put_format(s, "; dma backlog/drop events: %"PRIu64"%s)", saturated,
+                  a->probe_left ? "; probing" : "");
     ds_put_cstr(s, "; cycles/pkt cpu/dma:");
     for (int c = 0; c < VHOST_AUTO_N_CLASSES; c++) {
         uint32_t cpu = get_cost(a, VHOST_AUTO_CPU, c);

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""End-to-end: vhost copy modes (cpu, v3, ring, defer) with DMA engines.
+"""End-to-end: vhost copy modes (cpu, v3, ring, defer, auto) with DMA engines.
 
 Every run is verified byte for byte by ovs-vhost-guest, and every mbuf must
 come back to its mempool once traffic stops."""
@@ -27,8 +27,8 @@ from ovs_async.sandbox import Sandbox, SandboxError
 
 from test_foundation import assert_verified
 
-MODES = ["cpu", "v3", "ring", "defer"]
-ASYNC_MODES = ["v3", "ring", "defer"]
+MODES = ["cpu", "v3", "ring", "defer", "auto"]
+ASYNC_MODES = ["v3", "ring", "defer", "auto"]
 
 
 def pmd_counters(sb):

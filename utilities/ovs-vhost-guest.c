@@ -242,6 +242,7 @@ static struct {
     unsigned int n_sizes;
     const char *size_opt;       /* Which of --size/--sizes/--imix. */
     bool imix;
+    bool size_steps;            /* --size-steps: sizes[i] in step i. */
     unsigned int burst_run;     /* --pattern burst:N; 0 means scatter. */
     bool dst_given;
     unsigned int dsts[MAX_PORTS];
@@ -420,6 +421,8 @@ usage(void)
            "  --size N             frame size without FCS, %d..%d\n"
            "                       (default 64; --vxlan needs >= %d)\n"
            "  --sizes A,B,...      sizes cycled frame by frame\n"
+           "  --size-steps A,B,... size A for the first part of --duration,\n"
+           "                       then B, ... (equal parts)\n"
            "  --imix               64/570/1518 bytes in a 7:4:1 mix\n"
            "  --pattern burst[:N]  N frames to one sink, then the next\n"
            "                       (default burst:32)\n"
@@ -675,7 +678,7 @@ set_size_option(const char *name)
 }
 
 enum {
-    OPT_PORT = 256, OPT_SIZE, OPT_SIZES, OPT_IMIX, OPT_PATTERN, OPT_DST,
+    OPT_PORT = 256, OPT_SIZE, OPT_SIZES, OPT_SIZE_STEPS, OPT_IMIX, OPT_PATTERN, OPT_DST,
     OPT_VXLAN, OPT_DURATION, OPT_COUNT, OPT_RATE, OPT_BURST, OPT_PROGRESS,
     OPT_DRAIN, OPT_MBUF_SIZE, OPT_MBUFS, OPT_CORRUPT, OPT_WAIT_LINK,
     OPT_MAX_LOST, OPT_QUEUE_SIZE, OPT_WARMUP, OPT_NO_SELF, OPT_HOLD,
@@ -685,6 +688,7 @@ static const struct option long_options[] = {
     {"port", required_argument, NULL, OPT_PORT},
     {"size", required_argument, NULL, OPT_SIZE},
     {"sizes", required_argument, NULL, OPT_SIZES},
+    {"size-steps", required_argument, NULL, OPT_SIZE_STEPS},
     {"imix", no_argument, NULL, OPT_IMIX},
     {"pattern", required_argument, NULL, OPT_PATTERN},
     {"dst", required_argument, NULL, OPT_DST},
@@ -733,14 +737,19 @@ parse_options(int argc, char *argv[])
             opt.n_sizes = 1;
             break;
         case OPT_SIZES:
-            set_size_option("--sizes");
-            n = parse_list("--sizes", optarg, MIN_FRAME, MAX_FRAME, values,
+        case OPT_SIZE_STEPS: {
+            const char *name = c == OPT_SIZES ? "--sizes" : "--size-steps";
+
+            set_size_option(name);
+            n = parse_list(name, optarg, MIN_FRAME, MAX_FRAME, values,
                            MAX_SIZES);
             for (unsigned int i = 0; i < n; i++) {
                 opt.sizes[i] = values[i];
             }
             opt.n_sizes = n;
+            opt.size_steps = c == OPT_SIZE_STEPS;
             break;
+        }
         case OPT_IMIX:
             set_size_option("--imix");
             memcpy(opt.sizes, imix, sizeof imix);
@@ -900,6 +909,9 @@ parse_options(int argc, char *argv[])
     }
     if (opt.count && !opt.duration_given) {
         opt.duration = 0;
+    }
+    if (opt.size_steps && !opt.duration) {
+        usage_error("--size-steps needs --duration");
     }
 }
 
@@ -1136,12 +1148,22 @@ mbuf_fill_chain(struct rte_mbuf *m, const uint8_t *buf, unsigned int len)
 
 /* Builds the next frame of generator queue 'g' into mbuf 'm'.  Returns the
  * stream index, or -1 if 'm' could not be filled. */
+static unsigned int
+size_step(void)
+{
+    uint64_t elapsed = rte_rdtsc() - gen_start_tsc;
+    unsigned int i = elapsed * opt.n_sizes / (opt.duration * tsc_hz);
+
+    return RTE_MIN(i, opt.n_sizes - 1);
+}
+
 static int
 gen_build(struct worker *w, struct gen_queue *g, struct rte_mbuf *m)
 {
     unsigned int si = g->streams[g->dst_cur];
     struct stream *s = &streams[si];
-    unsigned int len = opt.sizes[g->size_cur];
+    unsigned int len = opt.sizes[opt.size_steps ? size_step()
+                                                : g->size_cur];
     uint64_t seq = s->next_seq;
     bool linear = len <= rte_pktmbuf_tailroom(m);
     uint8_t *buf;
@@ -2399,6 +2421,7 @@ report(void)
         }
         printf("],\"imix\":false");
     }
+    printf(",\"size_steps\":%s", opt.size_steps ? "true" : "false");
     if (opt.burst_run) {
         printf(",\"pattern\":\"burst:%u\"", opt.burst_run);
     } else {

@@ -28,14 +28,16 @@ HOLD = 120   # Seconds a held guest waits for the harness at most.
 def loop_run(sb, pair=0, size=64, duration=3.0, queues=1, extra=()):
     """Runs ovs-vhost-guest on ports v(2*pair) (gen+sink) and v(2*pair+1)
     (loop) of a loop-topology sandbox: every frame crosses the switch
-    twice and comes back to be verified.
+    twice and comes back to be verified.  size None leaves the frame
+    sizes to 'extra' (--sizes, --size-steps, --imix).
 
     Returns a dict: the guest's JSON result ("guest"), the PMD perf stats
     over the run ("pmds"), the frames the switch dropped and counted
     ("switch_dropped") and a one-word verdict."""
     a, b = "v%d" % (2 * pair), "v%d" % (2 * pair + 1)
+    size_args = ["--size", size] if size else []
     g = start_held(sb, [(a, "gen+sink", queues), (b, "loop", queues)],
-                   ["--size", size, "--duration", duration] + list(extra))
+                   size_args + ["--duration", duration] + list(extra))
     return finish(sb, g, (a, b), timeout=duration + 90)
 
 
