@@ -34,8 +34,8 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_auto);
 
 /* Bursts between probes: at first, and the most after probes that keep
  * losing. */
-#define PROBE_INTERVAL_MIN 1024
-#define PROBE_INTERVAL_MAX (64 * 1024)
+#define PROBE_INTERVAL_MIN 4096
+#define PROBE_INTERVAL_MAX (256 * 1024)
 
 /* Consecutive bursts in which the other path must be cheaper by more than
  * 1/8 before the queue switches. */

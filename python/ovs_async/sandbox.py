@@ -517,23 +517,26 @@ class Sandbox(object):
     def guest_binary(self):
         return self._bin("utilities/ovs-vhost-guest")
 
-    def guest_eal(self, prefix):
+    def guest_eal(self, prefix, cpu=None):
+        cpu = self.guest_cpu if cpu is None else cpu
         eal = ["--no-pci", "--single-file-segments", "--iova-mode=va",
-               "--file-prefix=" + prefix, "-l", str(self.guest_cpu)]
+               "--file-prefix=" + prefix, "-l", str(cpu)]
         if self.huge:
             eal += ["--in-memory"]
         else:
             eal += ["--no-huge", "-m", "1024"]
         return eal
 
-    def start_guest(self, ports, args=(), name=None):
+    def start_guest(self, ports, args=(), name=None, cpu=None):
         """Starts one ovs-vhost-guest process.
 
         ports: list of (port_name, role) or (port_name, role, queues);
-        args: further options of the tool (--size, --duration, ...)."""
+        args: further options of the tool (--size, --duration, ...);
+        cpu: the CPU it runs on (default: the sandbox's guest_cpu)."""
         self._guest_seq += 1
         name = name or "guest%d" % self._guest_seq
-        argv = [self.guest_binary()] + self.guest_eal(self._prefix(name))
+        argv = [self.guest_binary()] + self.guest_eal(self._prefix(name),
+                                                      cpu)
         argv.append("--")
         for p in ports:
             port, role = p[0], p[1]

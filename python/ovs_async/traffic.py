@@ -41,9 +41,10 @@ def loop_run(sb, pair=0, size=64, duration=3.0, queues=1, extra=()):
     return finish(sb, g, (a, b), timeout=duration + 90)
 
 
-def start_held(sb, ports, args, name=None):
+def start_held(sb, ports, args, name=None, cpu=None):
     """Starts a guest that waits for finish() before and after its run."""
-    return sb.start_guest(ports, list(args) + ["--hold", HOLD], name=name)
+    return sb.start_guest(ports, list(args) + ["--hold", HOLD], name=name,
+                          cpu=cpu)
 
 
 def wait_for(guest, cond, timeout, what):
@@ -60,28 +61,52 @@ def wait_for(guest, cond, timeout, what):
         time.sleep(0.02)
 
 
+# Counters of a guest's JSON result that add up over guests.
+SUMMED = ("tx_pkts", "rx_pkts", "lost", "corrupted", "reordered",
+          "duplicates", "misdelivered", "foreign", "loop_pkts",
+          "loop_dropped", "tx_bytes", "rx_bytes", "tx_mpps", "mpps", "gbps")
+
+
+def merge_results(results):
+    """One result for guests that ran side by side: counters and rates
+    summed, ports and streams concatenated."""
+    res = dict(results[0])
+    for key in SUMMED:
+        res[key] = sum(r.get(key, 0) for r in results)
+    for key in ("ports", "streams"):
+        res[key] = [x for r in results for x in r.get(key, [])]
+    return res
+
+
 def finish(sb, guest, ports, timeout):
-    """Runs a guest started by start_held() and judges its run over
-    'ports'.
+    """Runs a guest started by start_held() (or a list of them, side by
+    side) and judges the run over 'ports'.
 
     The counters of a vhost port can only be read while its guest is
     connected, and the guest connects before its warm-up: the held guest
     waits until the harness has read them after the warm-up, and again
     after its result, so that the difference is exactly the run's."""
-    wait_for(guest, lambda: guest.log_has("ready; waiting"), 120, "ready")
+    guests = list(guest) if isinstance(guest, (list, tuple)) else [guest]
+    for g in guests:
+        wait_for(g, lambda g=g: g.log_has("ready; waiting"), 120, "ready")
     before = {}
 
     def readable():
         before.update(sb.port_stats())
         return all("tx_dropped" in before.get(p, {}) for p in ports)
-    wait_for(guest, readable, 30, "connected to every port")
+    wait_for(guests[0], readable, 30, "connected to every port")
     sb.clear_pmd_stats()
-    guest.release()
-    wait_for(guest, guest.result_ready, timeout, "done")
+    for g in guests:
+        g.release()
+    for g in guests:
+        wait_for(g, g.result_ready, timeout, "done")
     after = sb.port_stats()
     pmds = sb.pmd_perf()
-    guest.release()
-    res = guest.wait(timeout=30)
+    for g in guests:
+        g.release()
+    results = [g.wait(timeout=30) for g in guests]
+    res = merge_results(results)
+    returncode = next((g.returncode for g in guests if g.returncode), 0)
     dropped = 0
     for port in ports:
         for key in ("tx_dropped", "rx_dropped"):
@@ -91,7 +116,7 @@ def finish(sb, guest, ports, timeout):
                                    % (port, before.get(port),
                                       after.get(port)))
             dropped += after[port][key] - before[port][key]
-    return summarize(res, pmds, dropped, guest.returncode)
+    return summarize(res, pmds, dropped, returncode)
 
 
 def summarize(res, pmds, dropped, returncode):
