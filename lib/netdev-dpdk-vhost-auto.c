@@ -203,8 +203,11 @@ vhost_auto_choose(struct vhost_auto *a, uint32_t avg_size)
         /* Losing packets or falling behind: leave now (the caller may
          * need a few bursts to do so), and probe again later. */
         if (!a->leaving) {
+            /* An engine that cannot keep up costs packets and a drain on
+             * every probe: back off faster than from a path that is only
+             * more expensive. */
             a->leaving = true;
-            a->probe_interval = MIN(a->probe_interval * 2,
+            a->probe_interval = MIN(a->probe_interval * 4,
                                     PROBE_INTERVAL_MAX);
         }
         a->probe_left = 0;

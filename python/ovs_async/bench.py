@@ -329,14 +329,16 @@ def report(rows, modes):
         others = [m for m in modes if m != "cpu"]
         out.append("### %s\n" % config)
         out.append("Throughput relative to `cpu` (median of verified runs; "
-                   "min-max of the mode's Mpps in brackets):\n")
+                   "min-max of Mpps in brackets):\n")
         out.append("| traffic | cpu Mpps | " + " | ".join(others) + " |")
         out.append("|---|---:|" + "---:|" * len(others))
         for pattern, size in keys:
             cpu = summary.get((config, pattern, size, "cpu"), {})
-            line = "| %s %d B | %s |" % (
-                pattern, size, _fmt(cpu.get("mpps") and cpu["mpps"][0],
-                                    "%.3f"))
+            if cpu.get("mpps"):
+                line = "| %s %d B | %.3f (%.3f-%.3f) |" % (
+                    (pattern, size) + tuple(cpu["mpps"]))
+            else:
+                line = "| %s %d B | n/a |" % (pattern, size)
             for m in others:
                 s = summary.get((config, pattern, size, m))
                 if not s or not s["mpps"]:
