@@ -312,6 +312,29 @@ def _fmt(v, f="%.2f"):
     return f % v if v is not None else "n/a"
 
 
+def auto_target(summary, config, keys):
+    """A table of auto against its target: at least 0.95 x the better of
+    cpu and defer in every cell, and at least cpu at 64-256 B."""
+    out = ["`auto` against its target (median Mpps; >= 0.95 x max(cpu, "
+           "defer), and >= 1.0 x cpu at 64-256 B):\n",
+           "| traffic | auto / max(cpu, defer) | auto / cpu | target |",
+           "|---|---:|---:|---|"]
+    for pattern, size in keys:
+        med = {}
+        for m in ("cpu", "defer", "auto"):
+            s = summary.get((config, pattern, size, m))
+            med[m] = s["mpps"][0] if s and s["mpps"] else None
+        if None in med.values() or not med["cpu"]:
+            out.append("| %s %d B | n/a | n/a | n/a |" % (pattern, size))
+            continue
+        best = med["auto"] / max(med["cpu"], med["defer"])
+        vs_cpu = med["auto"] / med["cpu"]
+        met = best >= 0.95 and (size > 256 or vs_cpu >= 1.0)
+        out.append("| %s %d B | %.3f | %.3f | %s |" % (
+            pattern, size, best, vs_cpu, "met" if met else "missed"))
+    return "\n".join(out) + "\n"
+
+
 def report(rows, modes):
     """Markdown tables: throughput relative to cpu laid out like the
     seed's table (rows: traffic; columns: modes), Mpps, PMD cycles per
@@ -328,54 +351,40 @@ def report(rows, modes):
                                      if k[0] in PATTERNS else 9, k[1]))
         others = [m for m in modes if m != "cpu"]
         out.append("### %s\n" % config)
-        out.append("Throughput relative to `cpu` (median of verified runs; "
-                   "min-max of Mpps in brackets):\n")
-        out.append("| traffic | cpu Mpps | " + " | ".join(others) + " |")
-        out.append("|---|---:|" + "---:|" * len(others))
-        for pattern, size in keys:
-            cpu = summary.get((config, pattern, size, "cpu"), {})
-            if cpu.get("mpps"):
-                line = "| %s %d B | %.3f (%.3f-%.3f) |" % (
-                    (pattern, size) + tuple(cpu["mpps"]))
-            else:
-                line = "| %s %d B | n/a |" % (pattern, size)
-            for m in others:
-                s = summary.get((config, pattern, size, m))
-                if not s or not s["mpps"]:
-                    line += " n/a |"
-                    continue
-                line += " **%s** (%.3f-%.3f) |" % (
-                    _fmt(s["ratio"]), s["mpps"][1], s["mpps"][2])
-            out.append(line)
-        out.append("")
-        out.append("PMD processing cycles per packet, median (Tx packets "
-                   "per batch in brackets):\n")
-        out.append("| traffic | " + " | ".join(modes) + " |")
-        out.append("|---|" + "---:|" * len(modes))
-        for pattern, size in keys:
-            line = "| %s %d B |" % (pattern, size)
-            for m in modes:
-                s = summary.get((config, pattern, size, m))
-                if not s or not s["cycles"]:
-                    line += " n/a |"
-                    continue
-                line += " %.0f (%.1f) |" % (s["cycles"][0], s["batch"][0])
-            out.append(line)
-        out.append("")
-        out.append("DMA copies per run and deferred completion latency, "
-                   "median:\n")
-        out.append("| traffic | " + " | ".join(others) + " |")
-        out.append("|---|" + "---:|" * len(others))
-        for pattern, size in keys:
-            line = "| %s %d B |" % (pattern, size)
-            for m in others:
-                s = summary.get((config, pattern, size, m))
-                if not s or not s["dma"]:
-                    line += " n/a |"
-                    continue
-                line += " %.0f, %.0f us |" % (s["dma"][0], s["latency"][0])
-            out.append(line)
-        out.append("")
+
+        def table(title, columns, cell):
+            """A table with a row per traffic cell and a column per entry
+            of 'columns'; cell(summary entry, column) formats one cell."""
+            out.append(title + "\n")
+            out.append("| traffic | " + " | ".join(columns) + " |")
+            out.append("|---|" + "---:|" * len(columns))
+            for pattern, size in keys:
+                line = "| %s %d B |" % (pattern, size)
+                for col in columns:
+                    mode = "cpu" if col == "cpu Mpps" else col
+                    s = summary.get((config, pattern, size, mode))
+                    line += " %s |" % (cell(s, col) if s and s["mpps"]
+                                       else "n/a")
+                out.append(line)
+            out.append("")
+
+        table("Throughput relative to `cpu` (median of verified runs; "
+              "min-max of Mpps in brackets):", ["cpu Mpps"] + others,
+              lambda s, col: ("%.3f (%.3f-%.3f)" % s["mpps"]
+                              if col == "cpu Mpps"
+                              else "**%s** (%.3f-%.3f)" % (
+                                  _fmt(s["ratio"]), s["mpps"][1],
+                                  s["mpps"][2])))
+        table("PMD processing cycles per packet, median (Tx packets per "
+              "batch in brackets):", modes,
+              lambda s, col: "%.0f (%.1f)" % (s["cycles"][0],
+                                               s["batch"][0]))
+        table("DMA copies per run and deferred completion latency, median:",
+              others,
+              lambda s, col: "%.0f, %.0f us" % (s["dma"][0],
+                                                s["latency"][0]))
+        if "auto" in modes and "defer" in modes:
+            out.append(auto_target(summary, config, keys))
     bad = [r for r in rows if r["verdict"] != "verified"]
     out.append("Runs: %d, verified: %d.%s" % (
         len(rows), len(rows) - len(bad),
