@@ -102,6 +102,7 @@ def test_fanout_vxlan_scatter(tmp_path):
     (["--ports", "3"], "needs an even number of ports"),
     (["--vxlan", "--sizes", "64"], "at least 114 bytes"),
     (["--pmds", "64"], "need more than the"),
+    (["--engines", "dma_fast"], "--engines: unknown 'dma_fast'"),
 ])
 def test_bad_input(tmp_path, args, message):
     out = str(tmp_path / "bad")
@@ -121,3 +122,17 @@ def test_layout():
     assert small["pmd_cpus"] == [1]
     assert small["dma_cpus"] == [0] and small["guest_cpus"] == [0]
     assert small["shared"]
+
+
+def test_named_engine_without_dmadev(tmp_path):
+    """A hardware engine that EAL cannot probe is an error, not a run of
+    async modes that silently copy on the CPU."""
+    out = str(tmp_path / "pci")
+    p = run_bench("--quick", "--engines", "pci:0000:ff:1f.7", "--modes",
+                  "cpu,defer", "--out", out, timeout=120)
+    assert p.returncode != 0
+    assert "engine pci:0000:ff:1f.7: no dmadev was probed" in p.stdout
+    p = run_bench("--quick", "--engines", "pci:nonsense", "--out", out,
+                  timeout=60)
+    assert p.returncode != 0
+    assert "'nonsense' is not a PCI address" in p.stdout

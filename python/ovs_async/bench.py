@@ -35,6 +35,7 @@ from ovs_async.sandbox import Sandbox, SandboxError
 MODES = ["cpu", "v3", "ring", "defer", "auto"]
 SIZES = [64, 114, 512, 1518, 2098]
 PATTERNS = ["burst", "scatter"]
+# Software engines; hardware ones are named "pci:BDF[+BDF...]".
 ENGINES = ["dma_swcopy", "dma_skeleton"]
 TOPOLOGIES = ["loop", "fanout"]
 
@@ -78,7 +79,8 @@ class Config(object):
 
     @property
     def name(self):
-        return "%s-%dpmd-%s%d%s" % (self.engine, self.pmds, self.topology,
+        engine = re.sub(r"[^A-Za-z0-9_.]", "_", self.engine)
+        return "%s-%dpmd-%s%d%s" % (engine, self.pmds, self.topology,
                                     self.ports,
                                     "-vxlan" if self.vxlan else "")
 
@@ -238,6 +240,17 @@ def run_benchmark(configs, patterns, sizes, modes, reps, duration, out_dir,
                          name="ovsbench%d" % os.getpid()) as sb:
                 progress("   %s" % ("2 MB hugepages" if sb.huge
                                     else "no hugepages (--no-huge)"))
+                engines = len(re.findall(r"^dmadev ", sb.appctl(
+                    "netdev-dpdk/dmadev-show"), re.M))
+                if not engines:
+                    raise SandboxError(
+                        "engine %s: no dmadev was probed (see %s); the "
+                        "async modes would only copy on the CPU"
+                        % (cfg.engine, sb.vswitchd_log))
+                if engines < cfg.pmds:
+                    progress("   warning: %d dmadevs for %d PMD threads: "
+                             "%d PMDs copy on the CPU"
+                             % (engines, cfg.pmds, cfg.pmds - engines))
                 for pattern in patterns:
                     for size in sizes:
                         for rep in range(reps):

@@ -183,7 +183,8 @@ class Sandbox(object):
 
     ports: number of dpdkvhostuserclient ports (v0, v1, ...), OpenFlow
     port numbers 1, 2, ...  pmd_cpus: CPUs for PMD threads.  dma: number
-    of dma_skeleton vdevs to create.  huge: "auto" (hugepages when they can
+    of dma_skeleton vdevs to create (dma_driver: dma_skeleton, dma_swcopy, or
+    "pci:BDF[+BDF...]" for hardware dmadevs, which EAL then probes).  huge: "auto" (hugepages when they can
     be allocated, else --no-huge), True or False.  topology: "loop"
     (v0<->v1, v2<->v3, ...), "none" or a list of OpenFlow flows."""
 
@@ -200,9 +201,20 @@ class Sandbox(object):
                                    "(CPUs 0-%d)" % (cpu, ncpu - 1))
         if not isinstance(dma, int) or not 0 <= dma <= 16:
             raise SandboxError("dma must be 0 to 16, not %r" % (dma,))
-        if dma_driver not in ("dma_skeleton", "dma_swcopy"):
-            raise SandboxError("unknown DMA engine %r (dma_skeleton or "
-                               "dma_swcopy)" % (dma_driver,))
+        self.dma_pci = []
+        if dma_driver.startswith("pci:"):
+            # Hardware dmadevs the operator names (DSA, IOAT, ...): EAL
+            # probes exactly these PCI devices.
+            self.dma_pci = dma_driver[4:].split("+")
+            for bdf in self.dma_pci:
+                if not re.match(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:"
+                                r"[0-9a-fA-F]{2}\.[0-7]$", bdf):
+                    raise SandboxError("%r is not a PCI address "
+                                       "(DDDD:BB:DD.F)" % bdf)
+        elif dma_driver not in ("dma_skeleton", "dma_swcopy"):
+            raise SandboxError("unknown DMA engine %r (dma_skeleton, "
+                               "dma_swcopy or pci:BDF[+BDF...])"
+                               % (dma_driver,))
         if huge not in ("auto", True, False):
             raise SandboxError("huge must be auto, True or False")
         if (topology not in ("loop", "none")
@@ -318,10 +330,14 @@ class Sandbox(object):
         self.vsctl("--no-wait", "init")
 
         prefix = self._prefix("ovs")
-        extra = ["--no-pci", "--iova-mode=va", "--file-prefix=" + prefix]
+        extra = ["--iova-mode=va", "--file-prefix=" + prefix]
+        if self.dma_pci:
+            extra += ["-a " + bdf for bdf in self.dma_pci]
+        else:
+            extra.insert(0, "--no-pci")
         if not self.huge:
             extra += ["--no-huge", "--legacy-mem", "-m", "2048"]
-        for i in range(self.n_dma):
+        for i in range(0 if self.dma_pci else self.n_dma):
             extra.append("--vdev=%s%d,lcore=%d" % (
                 self.dma_driver, i, self.dma_cpus[i % len(self.dma_cpus)]))
         oc = {"dpdk-init": "true", "dpdk-extra": " ".join(extra),
