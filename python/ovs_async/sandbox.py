@@ -183,8 +183,9 @@ class Sandbox(object):
 
     ports: number of dpdkvhostuserclient ports (v0, v1, ...), OpenFlow
     port numbers 1, 2, ...  pmd_cpus: CPUs for PMD threads.  dma: number
-    of dma_skeleton vdevs to create (dma_driver: dma_skeleton, dma_swcopy, or
-    "pci:BDF[+BDF...]" for hardware dmadevs, which EAL then probes).  huge: "auto" (hugepages when they can
+    of engine vdevs to create, of driver dma_driver (dma_skeleton or
+    dma_swcopy); dma_driver "pci:BDF[+BDF...]" names hardware dmadevs,
+    which EAL then probes, instead.  huge: "auto" (hugepages when they can
     be allocated, else --no-huge), True or False.  topology: "loop"
     (v0<->v1, v2<->v3, ...), "none" or a list of OpenFlow flows."""
 
