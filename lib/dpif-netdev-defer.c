@@ -19,7 +19,6 @@
 #include "dpif-netdev-defer.h"
 
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifdef DPDK_NETDEV
@@ -99,11 +98,9 @@ dp_defer_set_config(const struct smap *other_config)
     last_value = nullable_xstrdup(value);
 
     if (value) {
-        char *end;
-        unsigned long v = strtoul(value, &end, 10);
+        unsigned int v;
 
-        if (!value[0] || *end || value[0] == '-'
-            || v > RECHECK_MAX_US_LIMIT) {
+        if (!str_to_uint(value, 10, &v) || v > RECHECK_MAX_US_LIMIT) {
             VLOG_ERR("other_config:pmd-defer-recheck-max-us \"%s\" is not "
                      "a number of microseconds from 0 to %d; keeping %u",
                      value, RECHECK_MAX_US_LIMIT,

@@ -748,7 +748,7 @@ auto_send(struct vhost_async *async, int vid, int qid,
         *n_dma = 0;
     }
     if (dma >= 0) {
-        vhost_auto_record(a, path, avg, rte_get_tsc_cycles() - start, cnt,
+        vhost_auto_record(a, path, rte_get_tsc_cycles() - start, cnt,
                           cnt - dropped, inflight(async, qid));
     }
     return dropped;
@@ -760,7 +760,8 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
 {
     struct vhost_async *async = aux;
     int vid = get_vid(async);
-    uint64_t start;
+    bool timed;
+    uint64_t start = 0;
     int16_t dma;
 
     *n_retired = 0;
@@ -769,14 +770,18 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
          * cleared everything. */
         return false;
     }
-    start = rte_get_tsc_cycles();
+    /* 'auto' weighs what retiring DMA copies costs. */
+    timed = async->autos && get_mode(async) == VHOST_COPY_AUTO;
+    if (timed) {
+        start = rte_get_tsc_cycles();
+    }
     dma = netdev_dpdk_dma_get();
     if (drain || dma < 0) {
         *n_retired = poll_all(async, vid, qid);
     } else {
         *n_retired = poll_dma(async, vid, qid, dma);
     }
-    if (*n_retired && async->autos && get_mode(async) == VHOST_COPY_AUTO) {
+    if (timed && *n_retired) {
         vhost_auto_retired(&async->autos[qid],
                            rte_get_tsc_cycles() - start, *n_retired);
     }

@@ -83,10 +83,9 @@ vhost_auto_set_config(const struct smap *ovs_other_config)
 
     atomic_read_relaxed(&threshold, &cur);
     if (value && value[0]) {
-        char *end;
-        unsigned long v = strtoul(value, &end, 10);
+        unsigned int v;
 
-        if (*end || value[0] == '-'
+        if (!str_to_uint(value, 10, &v)
             || (v && (v < THRESHOLD_MIN || v > THRESHOLD_MAX))) {
             VLOG_ERR("other_config:vhost-copy-auto-threshold \"%s\" is not "
                      "a frame size from %d to %d bytes (or 0 to learn); "
@@ -135,7 +134,7 @@ vhost_auto_reset(struct vhost_auto *a)
         }
         atomic_init(&a->switches[p], 0);
     }
-    atomic_init(&a->retire_cost, 0);
+    a->retire_cost = 0;
     atomic_init(&a->saturated, 0);
     atomic_init(&a->retire_cycles, 0);
     atomic_init(&a->retire_pkts, 0);
@@ -282,9 +281,8 @@ static uint32_t
 fold_retire_cost(struct vhost_auto *a)
 {
     uint64_t cycles, pkts;
-    uint32_t cost;
+    uint32_t cost = a->retire_cost;
 
-    atomic_read_relaxed(&a->retire_cost, &cost);
     atomic_read_relaxed(&a->retire_pkts, &pkts);
     if (pkts - a->retire_seen[1] >= RETIRE_FOLD_PKTS) {
         uint32_t sample;
@@ -294,17 +292,16 @@ fold_retire_cost(struct vhost_auto *a)
         a->retire_seen[0] = cycles;
         a->retire_seen[1] = pkts;
         cost = cost ? cost - cost / 4 + sample / 4 : sample;
-        atomic_store_relaxed(&a->retire_cost, cost);
+        a->retire_cost = cost;
     }
     return cost;
 }
 
 void
 vhost_auto_record(struct vhost_auto *a, enum vhost_auto_path path,
-                  uint32_t avg_size, uint64_t cycles, int cnt,
-                  int delivered, int backlog)
+                  uint64_t cycles, int cnt, int delivered, int backlog)
 {
-    int cls = size_class(a->size_ewma ? a->size_ewma / 16 : avg_size);
+    int cls = size_class(a->size_ewma / 16);
     uint32_t old = get_cost(a, path, cls);
     uint64_t sample;
 

@@ -65,12 +65,12 @@ struct vhost_auto {
     bool leaving;                   /* Leaving a losing path. */
     uint64_t retire_seen[2];        /* 'retire_cycles', 'retire_pkts' as of
                                      * the last fold-in. */
+    uint32_t retire_cost;           /* DMA retire cycles per packet. */
 
     /* Readable by any thread. */
     atomic_int path;                /* enum vhost_auto_path in use. */
     atomic_uint32_t cost[VHOST_AUTO_N_PATHS][VHOST_AUTO_N_CLASSES];
                                     /* Cycles per packet, 0 if unknown. */
-    atomic_uint32_t retire_cost;    /* DMA retire cycles per packet. */
     atomic_uint64_t switches[VHOST_AUTO_N_PATHS];   /* Switches to path. */
     atomic_uint64_t saturated;      /* DMA backlog or drop events. */
 
@@ -87,17 +87,19 @@ uint32_t vhost_auto_threshold(void);
 
 void vhost_auto_reset(struct vhost_auto *);
 
-/* Returns the path for a burst of frames of average size 'avg_size' on a
- * queue now on path 'cur' (the value of vhost_auto_path()). */
+/* Returns the path for a burst of frames of average size 'avg_size' (the
+ * caller switches the queue to it, if it can, and says so with
+ * vhost_auto_switched()). */
 enum vhost_auto_path vhost_auto_choose(struct vhost_auto *,
                                        uint32_t avg_size);
 
-/* Records a burst sent on 'path' (the one in use after the caller's
- * switch, if any): 'cycles' spent by the sender on 'cnt' packets of which
- * 'delivered' were taken, leaving 'backlog' DMA copies in flight. */
+/* Records a burst, after vhost_auto_choose(), sent on 'path' (the one in
+ * use after the caller's switch, if any): 'cycles' spent by the sender on
+ * 'cnt' packets of which 'delivered' were taken, leaving 'backlog' DMA
+ * copies in flight. */
 void vhost_auto_record(struct vhost_auto *, enum vhost_auto_path path,
-                       uint32_t avg_size, uint64_t cycles, int cnt,
-                       int delivered, int backlog);
+                       uint64_t cycles, int cnt, int delivered,
+                       int backlog);
 
 /* Tells that the queue switched to 'path'. */
 void vhost_auto_switched(struct vhost_auto *, enum vhost_auto_path path);

@@ -24,7 +24,6 @@ import time
 
 from ovs_async import traffic
 
-from test_copy_modes import pmd_counters
 from test_foundation import assert_verified
 
 
@@ -59,14 +58,6 @@ def wait_log(sb, text, timeout=10):
         time.sleep(0.1)
 
 
-def perf_value(sb, pattern):
-    """Sums a number matched by 'pattern' over pmd-perf-show's PMDs."""
-    text = sb.appctl("dpif-netdev/pmd-perf-show")
-    values = [float(v) for v in re.findall(pattern, text)]
-    assert values, "%r not in:\n%s" % (pattern, text)
-    return values
-
-
 def test_auto_pinned_threshold_switches_both_ways(sandbox_factory):
     """With the threshold pinned at 512 B, frames of 64 B, then 1518 B,
     then 64 B in one run: every queue moves to DMA and back to the CPU,
@@ -84,11 +75,10 @@ def test_auto_pinned_threshold_switches_both_ways(sandbox_factory):
         assert q["to_dma"] >= 1 and q["to_cpu"] >= 1, q["text"]
         assert q["path"] == "cpu", q["text"]
         assert "pinned threshold 512 B" in q["text"], q["text"]
-    counters = pmd_counters(sb)
+    counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] > 0, counters
     assert counters["DMA CPU fallbacks"] == 0, counters
-    text = sb.appctl("dpif-netdev/pmd-stats-show")
-    assert int(re.search(r"auto mode CPU copies: (\d+)", text).group(1)) > 0
+    assert counters["auto mode CPU copies"] > 0, counters
 
 
 def test_auto_learns_unpinned(sandbox_factory):
@@ -158,13 +148,12 @@ def test_adaptive_rechecks(sandbox_factory):
         wait_log(sb, "Deferred work re-checks at most %s us apart" % bound)
         run = traffic.loop_run(sb, size=512, duration=2)
         assert_verified(run)
-        c = pmd_counters(sb)
+        c = sb.pmd_counters()
         assert c["DMA copies submitted"] > 0, c
         assert c["DMA copies completed"] == c["DMA copies submitted"], c
         per_copy[bound] = (c["deferred work re-checks in flight"]
                            / c["DMA copies submitted"])
-        lat = perf_value(sb, r"deferred completion latency: avg ([\d.]+) us")
-        assert max(lat) > 0
+        assert max(p["latency_us"] for p in sb.pmd_perf().values()) > 0
     print("re-checks per copy:", per_copy)
     assert per_copy["20"] < per_copy["0"] / 2, per_copy
 
@@ -191,11 +180,13 @@ def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
                                extra=["--rate", 2000])
         assert_verified(run)
         assert run["guest"]["lost"] == 0, run["guest"]
-        c = pmd_counters(sb)
+        c = sb.pmd_counters()
         assert c["DMA copies submitted"] > 1000, c
         assert c["DMA copies completed"] == c["DMA copies submitted"], c
-        slept = sum(perf_value(sb, r"Sleep time \(us\):\s+(\d+)"))
-        lat = perf_value(sb, r"deferred completion latency: avg ([\d.]+) us")
+        pmds = sb.pmd_perf().values()
+        slept = sum(p["sleep_us"] for p in pmds)
+        lat = [p["latency_us"] for p in pmds if p["latency_n"]]
+        assert lat, pmds
         print("%s: slept %.0f us, completion latency avg %s us"
               % (mode, slept, lat))
         # The PMD did sleep (over a third of the run) ...

@@ -31,16 +31,6 @@ MODES = ["cpu", "v3", "ring", "defer", "auto"]
 ASYNC_MODES = ["v3", "ring", "defer", "auto"]
 
 
-def pmd_counters(sb):
-    """Sums of the DMA and deferred-work lines of pmd-stats-show."""
-    text = sb.appctl("dpif-netdev/pmd-stats-show")
-    sums = {}
-    for m in re.finditer(r"^\s+(DMA [^:]+|deferred work [^:]+): (\d+)$",
-                         text, re.M):
-        sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
-    return sums
-
-
 def wait_mempools_back(sb, baseline, timeout=10):
     """Waits until every mempool's in-use count is back to 'baseline'."""
     deadline = time.time() + timeout
@@ -70,7 +60,7 @@ def test_mode_verified(dma_sandbox, mode, size, queues):
     sb.appctl("dpif-netdev/pmd-stats-clear")
     run = traffic.loop_run(sb, size=size, duration=1.5, queues=queues)
     assert_verified(run)
-    counters = pmd_counters(sb)
+    counters = sb.pmd_counters()
     if mode == "cpu":
         assert counters.get("DMA copies submitted", 0) == 0, counters
     else:
@@ -107,7 +97,7 @@ def test_dmadev_show_and_stats(dma_sandbox):
     perf = sb.appctl("dpif-netdev/pmd-perf-show")
     assert "DMA copies submitted" in perf
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    assert pmd_counters(sb)["DMA copies submitted"] == 0
+    assert sb.pmd_counters()["DMA copies submitted"] == 0
 
 
 def test_no_dmadev_falls_back_to_cpu(sandbox_factory):
@@ -117,7 +107,7 @@ def test_no_dmadev_falls_back_to_cpu(sandbox_factory):
         sb.set_copy_mode(mode)
         sb.appctl("dpif-netdev/pmd-stats-clear")
         assert_verified(traffic.loop_run(sb, size=256, duration=1))
-        counters = pmd_counters(sb)
+        counters = sb.pmd_counters()
         assert counters["DMA copies submitted"] == 0, counters
         assert counters["DMA CPU fallbacks"] > 0, counters
 

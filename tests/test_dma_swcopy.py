@@ -25,7 +25,7 @@ import pytest
 from ovs_async import traffic
 
 from conftest import TOP
-from test_copy_modes import ASYNC_MODES, pmd_counters, wait_mempools_back
+from test_copy_modes import ASYNC_MODES, wait_mempools_back
 from test_foundation import assert_verified
 
 
@@ -100,7 +100,7 @@ def test_modes_on_swcopy(swcopy_sandbox, mode, size):
     sb.set_copy_mode(mode)
     run = traffic.loop_run(sb, size=size, duration=1.5)
     assert_verified(run)
-    counters = pmd_counters(sb)
+    counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] > 0, counters
     assert counters["DMA CPU fallbacks"] == 0, counters
     sb.set_copy_mode("cpu")

@@ -141,21 +141,6 @@ def plan_layout(pmds, n_guests, engine_threads, cpus=None):
             "guest_cpus": guest_cpus, "shared": shared, "line": line}
 
 
-def pmd_stats_sum(sb, label):
-    text = sb.appctl("dpif-netdev/pmd-stats-show")
-    return sum(int(v) for v in re.findall(r"%s: (\d+)" % re.escape(label),
-                                           text))
-
-
-def completion_latency(sb):
-    text = sb.appctl("dpif-netdev/pmd-perf-show")
-    lat = [(float(a), int(n)) for a, n in re.findall(
-        r"deferred completion latency: avg ([\d.]+) us, .*\((\d+) "
-        r"submissions\)", text)]
-    n = sum(k for _, k in lat)
-    return sum(a * k for a, k in lat) / n if n else 0.0
-
-
 def run_once(sb, cfg, pattern, size, duration):
     """One verified run of every guest of 'cfg' side by side."""
     guests = []
@@ -197,6 +182,8 @@ def measure(sb, cfg, pattern, size, mode, rep, duration):
     g = run["guest"]
     pmds = run["pmds"].values()
     tx = sum(p["tx_packets"] for p in pmds)
+    n_lat = sum(p["latency_n"] for p in pmds)
+    counters = sb.pmd_counters()
     row.update({
         "mpps": round(g["mpps"], 4), "gbps": round(g["gbps"], 3),
         "cycles_per_pkt": round(run["cycles_per_pkt"], 1),
@@ -204,10 +191,12 @@ def measure(sb, cfg, pattern, size, mode, rep, duration):
                                     for p in pmds) / tx, 1) if tx else 0.0,
         "pmd_busy_pct": round(statistics.mean(p["busy_pct"] for p in pmds),
                               1) if pmds else 0.0,
-        "dma_copies": pmd_stats_sum(sb, "DMA copies submitted"),
-        "cpu_copies": (pmd_stats_sum(sb, "DMA CPU fallbacks")
-                       + pmd_stats_sum(sb, "auto mode CPU copies")),
-        "completion_latency_us": round(completion_latency(sb), 1),
+        "dma_copies": counters.get("DMA copies submitted", 0),
+        "cpu_copies": (counters.get("DMA CPU fallbacks", 0)
+                       + counters.get("auto mode CPU copies", 0)),
+        "completion_latency_us": round(sum(
+            p["latency_us"] * p["latency_n"] for p in pmds) / n_lat, 1)
+        if n_lat else 0.0,
         "tx_pkts": g["tx_pkts"], "rx_pkts": g["rx_pkts"],
         "switch_dropped": run["switch_dropped"], "lost": g["lost"],
         "verdict": run["verdict"]})

@@ -571,6 +571,17 @@ class Sandbox(object):
     def clear_pmd_stats(self):
         self.appctl("dpif-netdev/pmd-stats-clear")
 
+    def pmd_counters(self):
+        """Sums over all threads of the counter lines of pmd-stats-show
+        that the fork adds: "DMA ...", "deferred work ..." and "auto mode
+        CPU copies"."""
+        text = self.appctl("dpif-netdev/pmd-stats-show")
+        sums = {}
+        for m in re.finditer(r"^\s+(DMA [^:]+|deferred work [^:]+|"
+                             r"auto mode CPU copies): (\d+)$", text, re.M):
+            sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
+        return sums
+
     def pmd_perf(self):
         """Parses 'dpif-netdev/pmd-perf-show' into {core_id: {...}}."""
         text = self.appctl("dpif-netdev/pmd-perf-show")
@@ -582,7 +593,8 @@ class Sandbox(object):
                 cur = pmds.setdefault(int(m.group(2)), {
                     "rx_packets": 0, "kpps": 0.0, "cycles_per_pkt": 0.0,
                     "tx_packets": 0, "pkts_per_batch": 0.0,
-                    "busy_pct": 0.0})
+                    "busy_pct": 0.0, "sleep_us": 0, "latency_us": 0.0,
+                    "latency_n": 0})
                 continue
             if cur is None:
                 continue
@@ -603,6 +615,14 @@ class Sandbox(object):
                          line)
             if m:
                 cur["busy_pct"] = float(m.group(1))
+            m = re.match(r"\s+Sleep time \(us\):\s+(\d+)", line)
+            if m:
+                cur["sleep_us"] = int(m.group(1))
+            m = re.match(r"\s+deferred completion latency: avg ([\d.]+) us,"
+                         r".*\((\d+) submissions\)", line)
+            if m:
+                cur["latency_us"] = float(m.group(1))
+                cur["latency_n"] = int(m.group(2))
         return pmds
 
     def port_stats(self):
