@@ -37,6 +37,7 @@
 #include "openvswitch/list.h"
 #include "openvswitch/vlog.h"
 #include "ovs-atomic.h"
+#include "ovs-rcu.h"
 #include "ovs-thread.h"
 #include "smap.h"
 #include "timeval.h"
@@ -447,13 +448,17 @@ vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
     }
 
     /* rte_vhost_driver_unregister() calls destroy_device(), which takes the
-     * port's mutex: release it meanwhile. */
+     * port's mutex: release it meanwhile.  It may also wait for the
+     * vhost-events thread, which may be in destroy_device() waiting for
+     * this thread in ovsrcu_synchronize(): be quiescent meanwhile. */
     VLOG_INFO("%s: registering vhost-user socket %s again to enable async "
               "copies; the guest sees its link go down and up again",
               async->name, vhost_id);
     id = xstrdup(vhost_id);
     ovs_mutex_unlock(mutex);
+    ovsrcu_quiesce_start();
     err = rte_vhost_driver_unregister(id);
+    ovsrcu_quiesce_end();
     ovs_mutex_lock(mutex);
     if (err) {
         VLOG_ERR("%s: could not unregister vhost-user socket %s to enable "
