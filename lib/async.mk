@@ -13,6 +13,8 @@ if DPDK_NETDEV
 lib_libopenvswitch_la_SOURCES += \
 	lib/dma-swcopy.c \
 	lib/dma-swcopy.h \
+	lib/dma-swcopy-ctl.c \
+	lib/dma-swcopy-ctl.h \
 	lib/dma-swcopy-abi.h \
 	lib/netdev-dpdk-dma.c \
 	lib/netdev-dpdk-dma.h \

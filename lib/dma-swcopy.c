@@ -172,6 +172,17 @@ struct swcopy_wstats {
     uint64_t parks;
 };
 
+/* Fault injection (dma_swcopy_hold() and friends): written by any control
+ * thread, read by the worker once per batch. */
+struct swcopy_fault {
+    uint32_t held;          /* 1 while held. */
+    uint32_t fail_left;     /* Next copies to fail; the worker decrements. */
+    uint32_t delay_us;      /* Least time per copy. */
+    uint64_t release_tsc;   /* End of a timed hold, 0 if none. */
+    uint64_t injected;      /* Copies failed on purpose (worker). */
+    uint64_t holds;         /* Holds so far (control). */
+};
+
 /* Control state: written by the control thread (and 'ack' by the
  * worker), read by the worker only when 'cmd' changes. */
 struct swcopy_ctl {
@@ -201,6 +212,7 @@ struct swcopy_dev {
     struct swcopy_doorbell bell SWCOPY_SEPARATE;
     struct swcopy_progress prog SWCOPY_SEPARATE;
     struct swcopy_wstats ws SWCOPY_SEPARATE;
+    struct swcopy_fault fault SWCOPY_SEPARATE;
     struct swcopy_ctl ctl SWCOPY_SEPARATE;
 };
 
@@ -459,15 +471,62 @@ swcopy_burst_capacity(const void *dev_private, uint16_t vchan)
 
 /* Executes up to SWCOPY_BATCH_MAX descriptors from 'done' and publishes
  * the progress.  Returns the new completion index. */
+/* Takes one of the copies that dma_swcopy_fail() asked to fail.  Returns
+ * true if the caller's copy must fail. */
+static bool
+swcopy_take_failure(struct swcopy_dev *sw)
+{
+    uint32_t left = __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED);
+
+    while (left) {
+        if (__atomic_compare_exchange_n(&sw->fault.fail_left, &left,
+                                        left - 1, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether the worker must not execute copies now (dma_swcopy_hold()). */
+static bool
+swcopy_held(struct swcopy_dev *sw)
+{
+    uint64_t release;
+
+    if (likely(!__atomic_load_n(&sw->fault.held, __ATOMIC_ACQUIRE))) {
+        return false;
+    }
+    release = __atomic_load_n(&sw->fault.release_tsc, __ATOMIC_RELAXED);
+    if (release && rte_rdtsc() >= release) {
+        __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
+        return false;
+    }
+    return true;
+}
+
 static uint16_t
 swcopy_run_batch(struct swcopy_dev *sw, struct swcopy_desc *ring,
                  uint16_t mask, uint16_t done, uint16_t tail, uint32_t *nerrp)
 {
     uint16_t n = RTE_MIN((uint16_t) (tail - done), SWCOPY_BATCH_MAX);
+    uint32_t delay_us = __atomic_load_n(&sw->fault.delay_us,
+                                        __ATOMIC_RELAXED);
+    bool faults = (delay_us
+                   || __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED));
     uint32_t nerr = *nerrp;
     uint32_t failed = 0;
+    uint32_t injected = 0;
     uint64_t bytes = 0;
     uint16_t i;
+
+    if (unlikely(faults)) {
+        /* One copy at a time, each one published on its own. */
+        n = 1;
+        if (delay_us) {
+            swcopy_sleep_ns(delay_us * 1000L);
+        }
+    }
 
     /* The submitter just wrote these lines: start fetching them all. */
     for (i = 0; i < n; i += SWCOPY_DESC_PER_LINE) {
@@ -479,7 +538,11 @@ swcopy_run_batch(struct swcopy_dev *sw, struct swcopy_desc *ring,
         void *dst = (void *) (uintptr_t) d->dst;
         const void *src = (const void *) (uintptr_t) d->src;
 
-        if (likely(len - 1 < DMA_SWCOPY_MAX_LEN && src && dst)) {
+        if (unlikely(faults) && swcopy_take_failure(sw)) {
+            d->status = RTE_DMA_STATUS_ERROR_UNKNOWN;
+            failed++;
+            injected++;
+        } else if (likely(len - 1 < DMA_SWCOPY_MAX_LEN && src && dst)) {
             memcpy(dst, src, len);
             bytes += len;
         } else {
@@ -501,6 +564,10 @@ swcopy_run_batch(struct swcopy_dev *sw, struct swcopy_desc *ring,
     __atomic_store_n(&sw->ws.batches, sw->ws.batches + 1, __ATOMIC_RELAXED);
     if (failed) {
         __atomic_store_n(&sw->ws.failed, sw->ws.failed + failed,
+                         __ATOMIC_RELAXED);
+    }
+    if (injected) {
+        __atomic_store_n(&sw->fault.injected, sw->fault.injected + injected,
                          __ATOMIC_RELAXED);
     }
     return done;
@@ -566,6 +633,11 @@ swcopy_worker_main(void *sw_)
         }
 
         tail = __atomic_load_n(&sw->bell.tail, __ATOMIC_ACQUIRE);
+        if (tail != done && unlikely(swcopy_held(sw))) {
+            /* Held: the copies stay in flight.  Commands still work. */
+            swcopy_sleep_ns(SWCOPY_NAP_MAX_NS);
+            continue;
+        }
         if (tail != done) {
             done = swcopy_run_batch(sw, ring, mask, done, tail, &nerr);
             empty_polls = 0;
@@ -807,8 +879,10 @@ swcopy_stop(struct swcopy_dpdk_dma_dev *dev)
 
     __atomic_store_n(&sub->started, false, __ATOMIC_RELEASE);
 
-    /* Copies enqueued without a submit are discarded. */
+    /* Copies enqueued without a submit are discarded; a hold ends (stop
+     * executes what was submitted). */
     sub->write_idx = sub->submit_idx;
+    __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
 
     /* The worker executes what was submitted, then parks. */
     if (sw->ctl.thread_running) {
@@ -822,6 +896,7 @@ swcopy_close(struct swcopy_dpdk_dma_dev *dev)
 {
     struct swcopy_dev *sw = swcopy_dev_get(dev);
 
+    __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
     if (sw->ctl.thread_running) {
         swcopy_command(sw, SWCOPY_CMD_EXIT);
         pthread_join(sw->ctl.thread, NULL);
@@ -919,6 +994,13 @@ swcopy_dump(const struct swcopy_dpdk_dma_dev *dev, FILE *f)
     fprintf(f, "    errors: %"PRIu32" failed ops, %"PRIu32" reported\n",
             (uint32_t) (word >> 32), sub->nerr_seen);
     fprintf(f, "    max_len: %u\n", DMA_SWCOPY_MAX_LEN);
+    fprintf(f, "    fault injection: %s, fail next %"PRIu32", delay %"PRIu32
+            " us, failed on purpose %"PRIu64"\n",
+            __atomic_load_n(&sw->fault.held, __ATOMIC_RELAXED)
+            ? "held" : "not held",
+            __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED),
+            __atomic_load_n(&sw->fault.delay_us, __ATOMIC_RELAXED),
+            __atomic_load_n(&sw->fault.injected, __ATOMIC_RELAXED));
     fprintf(f, "    worker stats: copies %"PRIu64", bytes %"PRIu64
             ", failed %"PRIu64", batches %"PRIu64", naps %"PRIu64
             ", parks %"PRIu64"\n",
@@ -1224,6 +1306,112 @@ static struct swcopy_dpdk_vdev_driver swcopy_vdev_driver = {
  * RTE_PMD_REGISTER_PARAM_STRING would do. */
 RTE_PMD_EXPORT_NAME(dma_swcopy, __COUNTER__);
 RTE_PMD_REGISTER_PARAM_STRING(dma_swcopy, SWCOPY_ARG_LCORE "=<cpu>");
+
+/* Fault injection. */
+
+/* Returns the instance named 'name', or NULL if there is no dma_swcopy
+ * instance of that name. */
+static struct swcopy_dev *
+swcopy_find(const char *name)
+{
+    int id = name ? rte_dma_get_dev_id_by_name(name) : -1;
+
+    if (id < 0 || id >= RTE_DMADEV_DEFAULT_MAX
+        || rte_dma_fp_objs[id].copy != swcopy_copy) {
+        return NULL;
+    }
+    return rte_dma_fp_objs[id].dev_private;
+}
+
+int
+dma_swcopy_hold(const char *name, uint32_t release_after_ms)
+{
+    struct swcopy_dev *sw = swcopy_find(name);
+
+    if (!sw) {
+        return -ENODEV;
+    }
+    __atomic_store_n(&sw->fault.release_tsc,
+                     release_after_ms
+                     ? rte_rdtsc() + rte_get_tsc_hz() / 1000 * release_after_ms
+                     : 0, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n(&sw->fault.held, 1, __ATOMIC_ACQ_REL)) {
+        __atomic_fetch_add(&sw->fault.holds, 1, __ATOMIC_RELAXED);
+    }
+    SWCOPY_INFO("%s: held%s", sw->ctl.name,
+                release_after_ms ? " (timed)" : "");
+    return 0;
+}
+
+int
+dma_swcopy_release(const char *name)
+{
+    struct swcopy_dev *sw = swcopy_find(name);
+
+    if (!sw) {
+        return -ENODEV;
+    }
+    __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
+    swcopy_kick(sw);
+    SWCOPY_INFO("%s: released", sw->ctl.name);
+    return 0;
+}
+
+int
+dma_swcopy_fail(const char *name, uint32_t n)
+{
+    struct swcopy_dev *sw = swcopy_find(name);
+
+    if (!sw) {
+        return -ENODEV;
+    }
+    __atomic_store_n(&sw->fault.fail_left, n, __ATOMIC_RELAXED);
+    SWCOPY_INFO("%s: the next %"PRIu32" copies fail", sw->ctl.name, n);
+    return 0;
+}
+
+int
+dma_swcopy_delay(const char *name, uint32_t us)
+{
+    struct swcopy_dev *sw = swcopy_find(name);
+
+    if (!sw) {
+        return -ENODEV;
+    }
+    __atomic_store_n(&sw->fault.delay_us, us, __ATOMIC_RELAXED);
+    SWCOPY_INFO("%s: each copy takes at least %"PRIu32" us", sw->ctl.name,
+                us);
+    return 0;
+}
+
+int
+dma_swcopy_get_state(const char *name, struct dma_swcopy_state *st)
+{
+    struct swcopy_dev *sw = swcopy_find(name);
+    uint64_t release, now;
+
+    if (!sw) {
+        return -ENODEV;
+    }
+    memset(st, 0, sizeof *st);
+    st->cpu = sw->ctl.cpu;
+    st->started = __atomic_load_n(&sw->sub.started, __ATOMIC_RELAXED);
+    st->held = __atomic_load_n(&sw->fault.held, __ATOMIC_ACQUIRE);
+    release = __atomic_load_n(&sw->fault.release_tsc, __ATOMIC_RELAXED);
+    now = rte_rdtsc();
+    if (st->held && release > now) {
+        st->release_in_ms = (release - now) / (rte_get_tsc_hz() / 1000);
+    }
+    st->fail_left = __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED);
+    st->delay_us = __atomic_load_n(&sw->fault.delay_us, __ATOMIC_RELAXED);
+    st->submitted = __atomic_load_n(&sw->sub.submitted, __ATOMIC_RELAXED);
+    st->executed = __atomic_load_n(&sw->ws.copies, __ATOMIC_RELAXED);
+    st->completed = __atomic_load_n(&sw->sub.completed, __ATOMIC_RELAXED);
+    st->failed = __atomic_load_n(&sw->ws.failed, __ATOMIC_RELAXED);
+    st->injected = __atomic_load_n(&sw->fault.injected, __ATOMIC_RELAXED);
+    st->holds = __atomic_load_n(&sw->fault.holds, __ATOMIC_RELAXED);
+    return 0;
+}
 
 void
 dma_swcopy_register(void)

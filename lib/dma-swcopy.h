@@ -17,6 +17,9 @@
 #ifndef DMA_SWCOPY_H
 #define DMA_SWCOPY_H 1
 
+#include <stdbool.h>
+#include <stdint.h>
+
 /* dma_swcopy: a software DMA engine as a DPDK dmadev.
  *
  * A DPDK 22.11 vdev driver, "dma_swcopy", whose instances
@@ -72,6 +75,46 @@
 /* Longest copy.  Longer ones (and zero-length ones) fail with
  * RTE_DMA_STATUS_INVALID_LENGTH.  struct rte_dma_info has no field for it. */
 #define DMA_SWCOPY_MAX_LEN (16u * 1024 * 1024)
+
+/* Fault injection, for tests and for reproducing problems.
+ *
+ * Each call names an instance by its dmadev name ("dma_swcopy0") and
+ * returns 0, or -ENODEV if no dma_swcopy instance has that name.  They may
+ * be called from any thread, at any time after the device was probed.
+ *
+ *   hold      the worker stops executing copies: those already submitted
+ *             and those submitted later stay in flight (the submitter sees
+ *             no completions) until dma_swcopy_release(), or until
+ *             'release_after_ms' have passed if it is not 0.  Stopping or
+ *             closing the device ends a hold (stop executes every copy that
+ *             was submitted, as always).
+ *   fail      the next 'n' copies complete with an error status
+ *             (RTE_DMA_STATUS_ERROR_UNKNOWN) and copy nothing, as a failing
+ *             hardware engine reports them; 0 cancels.
+ *   delay     each copy takes at least 'us' microseconds (and progress is
+ *             published after each copy); 0 turns it off. */
+struct dma_swcopy_state {
+    int cpu;                    /* Worker CPU. */
+    bool started;               /* Between rte_dma_start() and stop. */
+    bool held;
+    uint32_t release_in_ms;     /* A timed hold's time left, else 0. */
+    uint32_t fail_left;         /* Copies still to fail on purpose. */
+    uint32_t delay_us;
+    uint64_t submitted;         /* Copies submitted to the worker. */
+    uint64_t executed;          /* Copies the worker executed or failed. */
+    uint64_t completed;         /* Completions reported to the submitter,
+                                 * failed ones included (as rte_dma_stats
+                                 * counts them). */
+    uint64_t failed;            /* Copies that completed with an error. */
+    uint64_t injected;          /* Of those, failed by dma_swcopy_fail(). */
+    uint64_t holds;             /* Holds so far. */
+};
+
+int dma_swcopy_hold(const char *name, uint32_t release_after_ms);
+int dma_swcopy_release(const char *name);
+int dma_swcopy_fail(const char *name, uint32_t n);
+int dma_swcopy_delay(const char *name, uint32_t us);
+int dma_swcopy_get_state(const char *name, struct dma_swcopy_state *);
 
 /* Registers the "dma_swcopy" vdev driver with DPDK's vdev bus.  Must be
  * called before rte_eal_init() probes devices; calling it again is

@@ -19,6 +19,7 @@
 #include "netdev-dpdk-dma.h"
 
 #include "dma-swcopy.h"
+#include "dma-swcopy-ctl.h"
 
 #include <rte_dev.h>
 #include <rte_dmadev.h>
@@ -243,7 +244,8 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
         }
         if (d->ready && !rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN,
                                            &st)) {
-            uint64_t done = st.completed + st.errors;
+            /* 'completed' includes the failed ones (rte_dma_stats). */
+            uint64_t done = st.completed;
 
             ds_put_format(&reply, "  ring size: %"PRIu16"\n"
                           "  copies submitted: %"PRIu64"\n"
@@ -272,6 +274,7 @@ netdev_dpdk_dma_init(void)
         dma_swcopy_register();
         unixctl_command_register("netdev-dpdk/dmadev-show", "", 0, 0,
                                  dma_show, NULL);
+        dma_swcopy_ctl_init();
         ovsthread_once_done(&once);
     }
 }
