@@ -644,15 +644,34 @@ class Sandbox(object):
         return stats
 
     def mempool_in_use(self):
-        """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info."""
+        """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info.
+
+        DPDK's dump has no in-use line: an mbuf is in use unless it is in
+        the common pool or in a per-lcore cache."""
         text = self.appctl("netdev-dpdk/get-mempool-info")
         pools = {}
-        name = None
+        cur = None
         for line in text.splitlines():
             m = re.match(r"mempool <([^>]+)>", line)
             if m:
-                name = m.group(1)
-            m = re.match(r"\s+in_use=(\d+)", line)
-            if m and name:
-                pools[name] = int(m.group(1))
-        return pools
+                cur = pools.setdefault(m.group(1), {"size": None,
+                                                    "common": None,
+                                                    "cached": 0})
+                continue
+            m = re.match(r"\s+(size|common_pool_count|cache_count\[\d+\])"
+                         r"=(\d+)$", line)
+            if m and cur is not None:
+                key, value = m.group(1), int(m.group(2))
+                if key == "size":
+                    cur["size"] = value
+                elif key == "common_pool_count":
+                    cur["common"] = value
+                else:
+                    cur["cached"] += value
+        result = {}
+        for name, p in pools.items():
+            if p["size"] is None or p["common"] is None:
+                raise SandboxError("cannot parse mempool %s in:\n%s"
+                                   % (name, text[:2000]))
+            result[name] = p["size"] - p["common"] - p["cached"]
+        return result
