@@ -331,6 +331,11 @@ dp_defer_run__(struct dp_defer *defer, bool drain)
             if (retired) {
                 item_retire(defer, item, retired, now);
             }
+            if (drain && !item->n_batches) {
+                /* What this thread submitted is retired; the rest of the
+                 * work in flight belongs to other threads. */
+                pending = false;
+            }
             if (pending) {
                 if (!retired) {
                     n_idle++;
@@ -368,12 +373,25 @@ dp_defer_run(struct dp_defer *defer)
     return defer->n_items ? dp_defer_run__(defer, false) : 0;
 }
 
-/* Runs the list until it is empty, asking every callback to finish. */
+/* Runs the list until what this thread submitted is retired, for at most
+ * DP_DEFER_DRAIN_MAX_MS; then forgets what is left (counted), which its
+ * callbacks were told about. */
 void
 dp_defer_drain(struct dp_defer *defer)
 {
+    static struct vlog_rate_limit rl = VLOG_RATE_LIMIT_INIT(1, 5);
+    long long int deadline = time_msec() + DP_DEFER_DRAIN_MAX_MS;
+
     while (defer->n_items) {
         dp_defer_run__(defer, true);
+        if (defer->n_items && time_msec() > deadline) {
+            VLOG_WARN_RL(&rl, "%"PRIuSIZE" deferred work items still in "
+                         "flight %d ms into a PMD reload; leaving them to "
+                         "their queues' other pollers", defer->n_items,
+                         DP_DEFER_DRAIN_MAX_MS);
+            dp_defer_count(defer, DP_DEFER_LEFT, defer->n_items);
+            defer->n_items = 0;
+        }
     }
 }
 
@@ -428,9 +446,11 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
                       "  deferred work items queued: %"PRIu64"\n"
                       "  deferred work items completed: %"PRIu64"\n"
                       "  deferred work re-checks in flight: %"PRIu64"\n"
-                      "  deferred work inline runs (list full): %"PRIu64"\n",
+                      "  deferred work inline runs (list full): %"PRIu64"\n"
+                      "  deferred work left by a drain: %"PRIu64"\n",
                       s[DP_DEFER_QUEUED], s[DP_DEFER_COMPLETED],
-                      s[DP_DEFER_RECHECKS], s[DP_DEFER_INLINE]);
+                      s[DP_DEFER_RECHECKS], s[DP_DEFER_INLINE],
+                      s[DP_DEFER_LEFT]);
         ds_put_format(reply,
                       "  deferred completion latency: avg %.1f us, "
                       "max %.1f us, recent %.1f us (%"PRIu64" submissions)\n",

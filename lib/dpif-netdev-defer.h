@@ -33,7 +33,13 @@ struct smap;
  * instead of waiting for it.  The PMD runs its list after each round of Rx
  * polling, and drains it before RCU quiescing for a reload and before it
  * exits.  An item whose work is still in flight stays queued; when the list
- * is full, the new item's work is run inline until it is done.  There is no
+ * is full, the new item's work is run inline until it is done.
+ *
+ * A drain waits only for the units this thread submitted, and at most
+ * DP_DEFER_DRAIN_MAX_MS: an engine that stops completing must not hold a
+ * PMD reload (and the main thread waiting for it) forever.  The callbacks
+ * of what is left were told (drain == true) that this thread may stop
+ * polling their work; the netdev layer then retires it by other means.  There is no
  * cross-thread handoff: only the owning thread touches its list.
  *
  * Adaptive re-checks.  Re-checking work that is still in flight costs
@@ -55,8 +61,9 @@ struct smap;
 /* Retires what is finished of the work of ('aux', 'qid') and stores the
  * number of units retired in '*n_retired'; returns true if work is still in
  * flight and the item must stay queued.  If 'drain' is true, the caller is
- * about to reload or exit and the callback should finish or abandon (and
- * count) whatever is in flight. */
+ * about to reload or exit: the callback should poll harder, and if it
+ * returns true, arrange for the rest to be retired without this thread,
+ * since the drain may give up (DP_DEFER_DRAIN_MAX_MS). */
 typedef bool dp_defer_work_cb(void *aux, int qid, bool drain,
                               uint32_t *n_retired);
 
@@ -65,6 +72,7 @@ enum dp_defer_stat {
     DP_DEFER_COMPLETED,     /* Items whose work finished. */
     DP_DEFER_RECHECKS,      /* Runs of items still in flight. */
     DP_DEFER_INLINE,        /* Items run inline because the list was full. */
+    DP_DEFER_LEFT,          /* Items a drain gave up on (time bound). */
 
     /* Async copy accounting, reported by the netdev layer with
      * dp_defer_account(), in packets. */
@@ -98,6 +106,9 @@ struct dp_defer_item {
 };
 
 #define DP_DEFER_MAX_ITEMS 256
+
+/* Longest a drain waits for work in flight. */
+#define DP_DEFER_DRAIN_MAX_MS 100
 
 struct dp_defer {
     struct dp_defer_item items[DP_DEFER_MAX_ITEMS];

@@ -87,6 +87,9 @@ struct vhost_async_txq {
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         atomic_int inflight;        /* Packets submitted, not yet retired. */
         atomic_uint64_t dma_mask;   /* dmadevs that may hold its copies. */
+        atomic_bool orphaned;       /* A PMD's drain left copies in flight
+                                     * that no list polls: the next sender
+                                     * polls every dmadev of the queue. */
         struct rte_ring *ring;      /* 'ring' mode: packets to submit. */
     );
 };
@@ -101,6 +104,8 @@ struct vhost_async_stats {
     atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
     atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
                                      * gone, engine stuck). */
+    atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
+                                     * stuck); their mbufs stay with vhost. */
 };
 
 struct vhost_async {
@@ -112,6 +117,11 @@ struct vhost_async {
     int override_mode;              /* ovs-appctl vhost-copy-mode-set. */
     int option_mode;                /* options:vhost-copy-mode. */
     char *option_value;             /* Last value seen, to spot changes. */
+
+    /* Serializes the life-cycle paths that clear queues and touch the
+     * rings: reconfigure (main thread) and destroy_device (vhost's thread
+     * or, for a port being deleted, the main thread). */
+    struct ovs_mutex lc_mutex;
 
     /* Applied by vhost_async_reconfigure() while no PMD uses the port. */
     atomic_int mode;                /* enum vhost_copy_mode in use. */
@@ -142,6 +152,9 @@ static bool host_postcopy;
 static struct ovs_mutex vid_mutex = OVS_MUTEX_INITIALIZER;
 static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
+
+/* Life-cycle trouble (engines that do not complete). */
+static struct vlog_rate_limit lc_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
 static void vhost_async_unixctl_init(void);
 
@@ -317,6 +330,7 @@ vhost_async_create(struct netdev *netdev)
     async->name = xstrdup(netdev_get_name(netdev));
     async->override_mode = -1;
     async->option_mode = -1;
+    ovs_mutex_init(&async->lc_mutex);
     atomic_init(&async->mode, VHOST_COPY_CPU);
     atomic_init(&async->vid, -1);
     async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
@@ -324,6 +338,7 @@ vhost_async_create(struct netdev *netdev)
     for (int i = 0; i < MAX_TXQ; i++) {
         atomic_init(&async->txqs[i].inflight, 0);
         atomic_init(&async->txqs[i].dma_mask, 0);
+        atomic_init(&async->txqs[i].orphaned, false);
     }
 
     ovs_mutex_lock(&async_mutex);
@@ -372,6 +387,7 @@ vhost_async_destroy(struct vhost_async *async)
     ovs_mutex_unlock(&async_mutex);
 
     free_rings(async);
+    ovs_mutex_destroy(&async->lc_mutex);
     free(async->channel);
     free_cacheline(async->txqs);
     free_cacheline(async->autos);
@@ -526,6 +542,24 @@ inflight(struct vhost_async *async, int qid)
     return n;
 }
 
+/* Packets of Tx queue 'qid' in flight as vhost counts them, or our own
+ * count where vhost cannot tell (no channel, or its lock busy).  vhost's
+ * count is exact even while a sender is between its submit and updating
+ * 'inflight'. */
+static int
+vhost_inflight(struct vhost_async *async, int vid, int qid, bool locked)
+{
+    int n = -1;
+
+    if (locked) {
+        n = rte_vhost_async_get_inflight_thread_unsafe(vid, TXQ_VRING(qid));
+    }
+    if (n < 0 && async->channel[TXQ_VRING(qid)]) {
+        n = rte_vhost_async_get_inflight(vid, TXQ_VRING(qid));
+    }
+    return n >= 0 ? n : inflight(async, qid);
+}
+
 /* Clears Tx queue 'qid' until nothing is in flight, from the control path
  * or a vhost callback.  'locked' says that the caller holds vhost's queue
  * lock (the _thread_unsafe variants apply).  Returns false if the engines
@@ -536,7 +570,7 @@ clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
     struct vhost_async_txq *txq = &async->txqs[qid];
     long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
 
-    while (inflight(async, qid) > 0) {
+    while (vhost_inflight(async, vid, qid, locked) > 0) {
         uint64_t mask;
 
         atomic_read_relaxed(&txq->dma_mask, &mask);
@@ -562,22 +596,50 @@ clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
             retire(async, txq, pkts, n);
         }
         if (time_msec() > deadline) {
-            VLOG_ERR("%s: %d copies of txq %d still in flight after %d ms; "
-                     "their mbufs stay with vhost", async->name,
-                     inflight(async, qid), qid, DRAIN_TIMEOUT_MS);
             return false;
         }
     }
+    atomic_store_relaxed(&txq->orphaned, false);
     return true;
 }
 
-static void
-clear_all(struct vhost_async *async, int vid)
+/* Clears every Tx queue of 'async'.  Returns the number of copies still in
+ * flight when the engines did not finish in time (logged), else 0. */
+static int
+clear_all(struct vhost_async *async, int vid, const char *why)
 {
+    int left = 0;
+
     for (int qid = 0; qid < MAX_TXQ; qid++) {
-        if (inflight(async, qid) > 0) {
-            clear_txq(async, vid, qid, false);
+        if ((inflight(async, qid) > 0 || async->channel[TXQ_VRING(qid)])
+            && !clear_txq(async, vid, qid, false)) {
+            int n = vhost_inflight(async, vid, qid, false);
+
+            VLOG_ERR("%s: %d copies of txq %d still in flight %d ms after "
+                     "%s: the DMA engine does not complete them",
+                     async->name, n, qid, DRAIN_TIMEOUT_MS, why);
+            left += MAX(n, 0);
         }
+    }
+    return left;
+}
+
+/* Forgets the copies of every Tx queue after vhost freed the device's
+ * async state: 'left' copies were never completed (counted as
+ * abandoned). */
+static void
+reset_txqs(struct vhost_async *async, int left)
+{
+    if (left > 0) {
+        stat_add(&async->stats.abandoned, left);
+        VLOG_ERR("%s: %d DMA copies abandoned: their mbufs are lost and "
+                 "their engine may still write into memory that vhost "
+                 "unmapped", async->name, left);
+    }
+    for (int qid = 0; qid < MAX_TXQ; qid++) {
+        atomic_store_relaxed(&async->txqs[qid].inflight, 0);
+        atomic_store_relaxed(&async->txqs[qid].dma_mask, 0);
+        atomic_store_relaxed(&async->txqs[qid].orphaned, false);
     }
 }
 
@@ -790,7 +852,32 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
         vhost_auto_retired(&async->autos[qid],
                            rte_get_tsc_cycles() - start, *n_retired);
     }
-    return inflight(async, qid) > 0;
+    if (inflight(async, qid) <= 0) {
+        return false;
+    }
+    if (drain) {
+        /* The drain is bounded: if it gives up, the queue's next sender
+         * polls what this thread leaves behind. */
+        atomic_store_relaxed(&async->txqs[qid].orphaned, true);
+    }
+    return true;
+}
+
+/* Polls every dmadev of Tx queue 'qid' if a PMD's drain left copies there
+ * that no deferred work list polls any more.  The caller serializes the
+ * queue's senders. */
+static inline void
+sweep_orphaned(struct vhost_async *async, int vid, int qid)
+{
+    bool orphaned;
+
+    atomic_read_relaxed(&async->txqs[qid].orphaned, &orphaned);
+    if (OVS_UNLIKELY(orphaned)) {
+        poll_all(async, vid, qid);
+        if (inflight(async, qid) <= 0) {
+            atomic_store_relaxed(&async->txqs[qid].orphaned, false);
+        }
+    }
 }
 
 static int
@@ -840,6 +927,7 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         COVERAGE_INC(vhost_async_tx_contention);
         rte_spinlock_lock(tx_lock);
     }
+    sweep_orphaned(async, vid, qid);
     if (mode == VHOST_COPY_AUTO) {
         dropped = auto_send(async, vid, qid, pkts, cnt, max_retries, retries,
                             &n_dma);
@@ -899,10 +987,13 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
 
 /* ---- Device life cycle -------------------------------------------------- */
 
-static void
+/* Registers ('on') or unregisters the async channel of every guest Rx
+ * vring.  Returns false if some channel could not be changed. */
+static bool
 set_channels(struct vhost_async *async, int vid, bool on, bool locked)
 {
     int n_vrings = rte_vhost_get_vring_num(vid);
+    bool ok = true;
 
     for (int vr = 0; vr < n_vrings && vr < 2 * MAX_TXQ; vr += 2) {
         int err;
@@ -922,10 +1013,12 @@ set_channels(struct vhost_async *async, int vid, bool on, bool locked)
         if (err) {
             VLOG_ERR("%s: could not %sregister the async channel of vring "
                      "%d", async->name, on ? "" : "un", vr);
+            ok = false;
         } else {
             async->channel[vr] = on;
         }
     }
+    return ok;
 }
 
 void
@@ -958,14 +1051,24 @@ vhost_async_device_gone(struct vhost_async *async)
 void
 vhost_async_destroy_device(struct vhost_async *async, int vid)
 {
-    if (!async) {
-        return;
-    }
-    atomic_store_relaxed(&async->vid, -1);
     if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
         return;
     }
-    clear_all(async, vid);
+    if (!async) {
+        /* The port is being deleted: netdev-dpdk took it off its list
+         * before unregistering its socket, and no PMD polls it any more,
+         * but copies of any mode may still be in flight. */
+        ovs_mutex_lock(&vid_mutex);
+        async = vid_map[vid];
+        ovs_mutex_unlock(&vid_mutex);
+        if (!async) {
+            return;
+        }
+    }
+    atomic_store_relaxed(&async->vid, -1);
+
+    ovs_mutex_lock(&async->lc_mutex);
+    reset_txqs(async, clear_all(async, vid, "the device went away"));
     for (int i = 0; i < MAX_TXQ; i++) {
         struct rte_ring *ring = async->txqs[i].ring;
         void *pkt;
@@ -977,6 +1080,7 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     }
     /* vhost frees the channels with the device. */
     memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
+    ovs_mutex_unlock(&async->lc_mutex);
 
     ovs_mutex_lock(&vid_mutex);
     if (vid_map[vid] == async) {
@@ -999,8 +1103,13 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
     }
     ovs_mutex_lock(&vid_mutex);
     async = vid_map[vid];
-    if (async && inflight(async, vring / 2) > 0) {
-        clear_txq(async, vid, vring / 2, true);
+    if (async && vhost_inflight(async, vid, vring / 2, true) > 0
+        && !clear_txq(async, vid, vring / 2, true)) {
+        VLOG_ERR("%s: %d copies of txq %d still in flight %d ms after the "
+                 "guest disabled its vring: the DMA engine does not "
+                 "complete them", async->name,
+                 vhost_inflight(async, vid, vring / 2, true), vring / 2,
+                 DRAIN_TIMEOUT_MS);
     }
     ovs_mutex_unlock(&vid_mutex);
 }
@@ -1056,8 +1165,9 @@ alloc_rings(struct vhost_async *async, int n_txq)
     return true;
 }
 
-void
-vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
+static void
+reconfigure__(struct vhost_async *async, int vid, int n_txq)
+    OVS_REQUIRES(async->lc_mutex)
 {
     enum vhost_copy_mode cur = get_mode(async);
     enum vhost_copy_mode req;
@@ -1093,12 +1203,26 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
         return;
     }
 
-    /* No PMD uses the port now: drain what the old mode left in flight,
-     * then switch. */
-    if (vid >= 0) {
-        clear_all(async, vid);
+    /* No PMD uses the port now: clear what the old mode left in flight,
+     * then switch.  Copies an engine does not complete keep the old mode
+     * (the CPU's enqueues would overtake them in the guest's queue): the
+     * switch is tried again at the next reconfiguration. */
+    if (vid >= 0 && clear_all(async, vid, "a copy mode change")) {
+        VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s while copies "
+                     "are in flight; trying %s again", async->name,
+                     mode_names[cur], mode_names[req]);
+        netdev_request_reconfigure(async->netdev);
+        return;
     }
     flush_rings(async, vid);
+    if (vid >= 0 && req == VHOST_COPY_CPU
+        && !set_channels(async, vid, false, false)) {
+        VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s: its async "
+                     "channels cannot be unregistered; trying cpu again",
+                     async->name, mode_names[cur]);
+        netdev_request_reconfigure(async->netdev);
+        return;
+    }
     if (req != VHOST_COPY_RING) {
         free_rings(async);
     } else if (!alloc_rings(async, n_txq)) {
@@ -1113,12 +1237,20 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
             vhost_auto_reset(&async->autos[qid]);
         }
     }
-    if (vid >= 0) {
-        set_channels(async, vid, req != VHOST_COPY_CPU, false);
+    if (vid >= 0 && req != VHOST_COPY_CPU) {
+        set_channels(async, vid, true, false);
     }
     atomic_store_relaxed(&async->mode, req);
     VLOG_INFO("%s: vhost copy mode changed from %s to %s", async->name,
               mode_names[cur], mode_names[req]);
+}
+
+void
+vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
+{
+    ovs_mutex_lock(&async->lc_mutex);
+    reconfigure__(async, vid, n_txq);
+    ovs_mutex_unlock(&async->lc_mutex);
 }
 
 /* ---- Statistics --------------------------------------------------------- */
@@ -1158,7 +1290,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
 
     n = stats->size;
     stats->counters = xrealloc(stats->counters,
-                               (n + 9) * sizeof *stats->counters);
+                               (n + 10) * sizeof *stats->counters);
 #define ASYNC_STAT(NAME, VALUE)                                  \
     ovs_strlcpy(stats->counters[n].name, NAME,                   \
                 NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
@@ -1172,6 +1304,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
                stat_get(&async->stats.ring_full));
     ASYNC_STAT("ovs_async_tx_failure_drops",
                stat_get(&async->stats.tx_failed));
+    ASYNC_STAT("ovs_async_tx_abandoned", stat_get(&async->stats.abandoned));
     ASYNC_STAT("ovs_async_auto_cpu_copies", stat_get(&async->stats.auto_cpu));
     ASYNC_STAT("ovs_async_auto_switches_to_dma",
                auto_switches(async, VHOST_AUTO_DMA));
@@ -1257,8 +1390,10 @@ static void
 format_port(struct ds *reply, const struct vhost_async *async)
     OVS_REQUIRES(async_mutex)
 {
+    struct vhost_async *a = CONST_CAST(struct vhost_async *, async);
     enum vhost_copy_mode cur = get_mode(async);
     enum vhost_copy_mode req = requested_mode(async);
+    bool rings_locked;
 
     ds_put_format(reply, "%s: %s", async->name, mode_names[cur]);
     if (req != cur) {
@@ -1266,12 +1401,33 @@ format_port(struct ds *reply, const struct vhost_async *async)
                       mode_names[req]);
     }
     ds_put_format(reply, " (from %s)\n", requested_source(async));
-    if (cur == VHOST_COPY_AUTO && async->autos) {
-        for (int qid = 0; qid < async->n_txq; qid++) {
-            ds_put_format(reply, "  txq %d: ", qid);
-            vhost_auto_format(reply, &async->autos[qid]);
-            ds_put_char(reply, '\n');
+    rings_locked = !ovs_mutex_trylock(&a->lc_mutex);
+    for (int qid = 0; qid < async->n_txq; qid++) {
+        int n = inflight(a, qid);
+
+        if (cur == VHOST_COPY_CPU && !n) {
+            continue;
         }
+        ds_put_format(reply, "  txq %d: ", qid);
+        if (cur == VHOST_COPY_AUTO && async->autos) {
+            vhost_auto_format(reply, &async->autos[qid]);
+            ds_put_cstr(reply, "; ");
+        }
+        ds_put_format(reply, "%d copies in flight", n);
+        /* Rings change under 'lc_mutex', which a reconfiguration may hold
+         * while it waits for an engine: then skip their counts. */
+        if (rings_locked && async->txqs[qid].ring) {
+            ds_put_format(reply, ", %u packets in ring",
+                          rte_ring_count(async->txqs[qid].ring));
+        }
+        ds_put_char(reply, '\n');
+    }
+    if (rings_locked) {
+        ovs_mutex_unlock(&a->lc_mutex);
+    }
+    if (stat_get(&async->stats.abandoned)) {
+        ds_put_format(reply, "  copies abandoned: %"PRIu64"\n",
+                      stat_get(&async->stats.abandoned));
     }
 }
 

@@ -87,6 +87,8 @@ void vhost_async_reconfigure(struct vhost_async *, int vid, int n_txq);
 /* vhost callbacks. */
 void vhost_async_new_device(struct vhost_async *, int vid);
 void vhost_async_device_gone(struct vhost_async *);
+/* vhost_async_destroy_device() with a NULL port looks the device up by
+ * its vid: for a port that netdev-dpdk is deleting. */
 void vhost_async_destroy_device(struct vhost_async *, int vid);
 void vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
 

@@ -453,11 +453,14 @@ class Sandbox(object):
                           "--db=unix:" + self.db_sock] + list(args),
                          check=check).stdout
 
+    def ctl_path(self):
+        """The unixctl socket of the running ovs-vswitchd."""
+        return os.path.join(self.rundir, "ovs-vswitchd.%d.ctl"
+                            % self.procs["ovs-vswitchd"].pid)
+
     def appctl(self, *args, check=True):
         r = self._run([self._bin("utilities/ovs-appctl"), "--timeout=30",
-                       "--target=" + os.path.join(
-                           self.rundir, "ovs-vswitchd.%d.ctl"
-                           % self.procs["ovs-vswitchd"].pid)] + list(args),
+                       "--target=" + self.ctl_path()] + list(args),
                       check=check)
         return r if not check else r.stdout
 
@@ -490,6 +493,50 @@ class Sandbox(object):
         text = self.vsctl("get", "Interface", port, "statistics").strip()
         return {k: int(v) for k, v in
                 (kv.split("=") for kv in text.strip("{}").split(", ") if kv)}
+
+    def txq_inflight(self):
+        """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
+        reads the counters at once (interface statistics lag 5 s)."""
+        text = self.appctl("netdev-dpdk/vhost-copy-mode-get")
+        ports = {}
+        cur = None
+        for line in text.splitlines():
+            m = re.match(r"(\S+): ", line)
+            if m:
+                cur = ports.setdefault(m.group(1), {})
+                continue
+            m = re.match(r"\s+txq (\d+): .*?(-?\d+) copies in flight", line)
+            if m and cur is not None:
+                cur[int(m.group(1))] = int(m.group(2))
+        return ports
+
+    def abandoned(self):
+        """{port: copies abandoned} from vhost-copy-mode-get."""
+        text = self.appctl("netdev-dpdk/vhost-copy-mode-get")
+        out = {}
+        cur = None
+        for line in text.splitlines():
+            m = re.match(r"(\S+): ", line)
+            if m:
+                cur = m.group(1)
+                out[cur] = 0
+            m = re.match(r"\s+copies abandoned: (\d+)", line)
+            if m and cur:
+                out[cur] = int(m.group(1))
+        return out
+
+    def swcopy(self, cmd, *args, check=True):
+        """Runs 'ovs-appctl dma-swcopy/CMD ARGS...'."""
+        return self.appctl("dma-swcopy/" + cmd, *[str(a) for a in args],
+                           check=check)
+
+    def swcopy_state(self, engine):
+        """dma-swcopy/show ENGINE as a dict of its 'key: value' lines."""
+        state = {}
+        for line in self.swcopy("show", engine).splitlines()[1:]:
+            key, _, value = line.strip().partition(": ")
+            state[key] = value
+        return state
 
     def vswitchd_alive(self):
         p = self.procs.get("ovs-vswitchd")

@@ -1,0 +1,284 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Life-cycle events with DMA copies in flight, on purpose.
+
+Each case holds the dma_swcopy engine (dma-swcopy/hold) until at least
+HELD copies are in flight and checks that they are, then arms a timed
+release and causes the event: whatever waits for the copies (a clear
+before vhost unmaps guest memory, a mode switch) must wait for the engine
+and must not block the main thread for more than a few seconds.  Then it
+checks that the switch is alive and answered throughout, that the port
+carries verified traffic again, that no copy is left in flight or was
+abandoned, and that every mempool is back to its baseline."""
+
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from ovs_async import traffic
+from ovs_async.sandbox import SandboxError
+
+from test_copy_modes import wait_mempools_back
+from test_foundation import assert_verified
+
+ENGINE = "dma_swcopy0"
+MODES = ["v3", "ring", "defer", "auto"]
+
+# Copies in flight before each event.
+HELD = 256
+
+# The engine resumes by itself this long after the event started: longer
+# than the event needs to reach the copies, shorter than the 2 s for which
+# a clear waits for an engine.
+RELEASE_MS = 1000
+
+# The main thread must answer 'ovs-appctl version' within this bound
+# throughout (a bound on blocking, not a speed test).
+ANSWER_S = 5.0
+
+
+class Responsiveness(threading.Thread):
+    """Runs 'ovs-appctl version' back to back and records the slowest
+    answer (or that one never came)."""
+
+    def __init__(self, sb):
+        super().__init__(daemon=True)
+        self.sb = sb
+        self.worst = 0.0
+        self.failures = []
+        self.count = 0
+        self._done = threading.Event()
+
+    def run(self):
+        while not self._done.is_set():
+            start = time.time()
+            try:
+                r = subprocess.run(
+                    [self.sb._bin("utilities/ovs-appctl"), "--timeout=%d"
+                     % (ANSWER_S * 4), "--target=" + self.sb.ctl_path(),
+                     "version"], capture_output=True, text=True,
+                    env=self.sb.env, timeout=ANSWER_S * 4)
+                if r.returncode and not self._done.is_set():
+                    self.failures.append(r.stderr.strip())
+            except subprocess.TimeoutExpired:
+                self.failures.append("no answer in %d s" % (ANSWER_S * 4))
+            self.worst = max(self.worst, time.time() - start)
+            self.count += 1
+            time.sleep(0.05)
+
+    def finish(self):
+        self._done.set()
+        self.join(timeout=ANSWER_S * 5)
+        assert self.count > 0
+        assert not self.failures, self.failures
+        assert self.worst < ANSWER_S, "main thread blocked %.1f s" % (
+            self.worst)
+
+
+def lifecycle_sandbox(factory, mode, **kwargs):
+    other = dict(kwargs.pop("other_config", {}))
+    if mode == "auto":
+        # Pinned to DMA: every frame of 64 B or more goes to the engine.
+        other["vhost-copy-auto-threshold"] = "64"
+    sb = factory(ports=2, dma=1, dma_driver="dma_swcopy", other_config=other,
+                 **kwargs)
+    sb.set_copy_mode(mode)
+    return sb
+
+
+def baseline(sb):
+    """A verified run, then the mempools' in-use counts at rest."""
+    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    return sb.mempool_in_use()
+
+
+def start_traffic(sb, seconds=60):
+    """A guest that sends to v0 -> v1 -> v0 without a break."""
+    return sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
+                          ["--size", 512, "--duration", seconds,
+                           "--wait-link", 60, "--progress", 0,
+                           "--warmup", 0])
+
+
+def hold_copies(sb, n=HELD, timeout=15):
+    """Holds the engine until at least 'n' copies are in flight; returns
+    how many are."""
+    sb.swcopy("hold", ENGINE)
+    deadline = time.time() + timeout
+    while True:
+        total = sum(sum(q.values()) for q in sb.txq_inflight().values())
+        if total >= n:
+            break
+        assert time.time() < deadline, "only %d copies in flight" % total
+        time.sleep(0.05)
+    state = sb.swcopy_state(ENGINE)
+    assert state["held"].startswith("yes"), state
+    return total
+
+
+def during_held_copies(sb, event):
+    """Causes 'event' with copies held, the engine resuming by itself
+    RELEASE_MS into it, while the main thread is watched."""
+    probe = Responsiveness(sb)
+    probe.start()
+    held = hold_copies(sb)
+    sb.swcopy("hold", ENGINE, RELEASE_MS)
+    try:
+        event()
+    finally:
+        sb.swcopy("release", ENGINE)
+        probe.finish()
+    return held
+
+
+def stop_guest(g):
+    """Ends a traffic guest and checks what it received."""
+    if g.running():
+        g.proc.send_signal(signal.SIGINT)
+    res = g.wait(timeout=60)
+    assert res["corrupted"] == 0 and res["duplicates"] == 0, res
+    assert res["misdelivered"] == 0, res
+    return res
+
+
+def check_recovered(sb, base, mode):
+    """The port carries verified traffic in 'mode', nothing is in flight or
+    abandoned, and every mempool is back to 'base'."""
+    assert sb.vswitchd_alive()
+    for port in ("v0", "v1"):
+        assert sb.copy_mode(port) == mode, sb.appctl(
+            "netdev-dpdk/vhost-copy-mode-get")
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] > 0, counters
+    assert counters["DMA CPU fallbacks"] == 0, counters
+    deadline = time.time() + 10
+    while any(n for q in sb.txq_inflight().values() for n in q.values()):
+        assert time.time() < deadline, sb.txq_inflight()
+        time.sleep(0.1)
+    assert not any(sb.abandoned().values()), sb.abandoned()
+    assert wait_mempools_back(sb, base) == {}
+    with open(sb.vswitchd_log) as f:
+        log = f.read()
+    assert "abandoned" not in log
+    assert "AddressSanitizer" not in log and "runtime error" not in log
+
+
+def readd_port(sb, mode, name="v1", ofport=2):
+    sb.del_port(name)
+    sb.add_port(name, ofport=ofport)
+    sb.set_copy_mode(mode, name)
+    sb.set_topology("loop")
+
+
+EVENTS = ["port-readd", "guest-kill", "pmd-mask", "rxq-affinity",
+          "mode-switch"]
+
+
+@pytest.mark.parametrize("flush", [0, 50], ids=["flush0", "flush50"])
+@pytest.mark.parametrize("event", EVENTS)
+@pytest.mark.parametrize("mode", MODES)
+def test_event_with_copies_held(sandbox_factory, mode, event, flush):
+    sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1],
+                           other_config={"tx-flush-interval": str(flush)})
+    base = baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+
+    if event == "port-readd":
+        during_held_copies(sb, lambda: readd_port(sb, mode))
+    elif event == "guest-kill":
+        during_held_copies(sb, lambda: g.stop(sig=signal.SIGKILL))
+    elif event == "pmd-mask":
+        def grow_shrink():
+            sb.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:pmd-cpu-mask=0x3")
+            time.sleep(0.5)
+            sb.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:pmd-cpu-mask=0x2")
+        during_held_copies(sb, grow_shrink)
+    elif event == "rxq-affinity":
+        def pin():
+            sb.vsctl("set", "Interface", "v0",
+                     "other_config:pmd-rxq-affinity=0:1")
+            sb.appctl("dpif-netdev/pmd-rxq-rebalance")
+            sb.vsctl("remove", "Interface", "v0", "other_config",
+                     "pmd-rxq-affinity")
+        during_held_copies(sb, pin)
+    elif event == "mode-switch":
+        # Every async mode to each other mode and to cpu, and back.
+        for other in [m for m in MODES + ["cpu"] if m != mode]:
+            during_held_copies(sb, lambda: sb.set_copy_mode(other))
+            sb.set_copy_mode(mode)
+            time.sleep(0.5)
+
+    if event != "guest-kill":
+        stop_guest(g)
+    check_recovered(sb, base, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bridge_delete_with_copies_held(sandbox_factory, mode):
+    sb = lifecycle_sandbox(sandbox_factory, mode)
+    base = baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+    during_held_copies(sb, lambda: sb.vsctl("--timeout=30", "del-br",
+                                             "br0"))
+    assert sb.vswitchd_alive()
+    stop_guest(g)
+    sb.vsctl("--timeout=30", "add-br", "br0", "--", "set", "bridge", "br0",
+             "datapath_type=netdev")
+    ports, sb.ports = list(sb.ports), []
+    for i, name in enumerate(ports):
+        sb.add_port(name, ofport=i + 1)
+    sb.set_copy_mode(mode)
+    sb.set_topology("loop")
+    check_recovered(sb, base, mode)
+
+
+@pytest.mark.parametrize("how", ["exit", "exit-cleanup", "sigterm"])
+@pytest.mark.parametrize("mode", MODES)
+def test_shutdown_with_copies_held(sandbox_factory, mode, how):
+    sb = lifecycle_sandbox(sandbox_factory, mode)
+    baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+    hold_copies(sb)
+    sb.swcopy("hold", ENGINE, RELEASE_MS)
+    proc = sb.procs["ovs-vswitchd"]
+    if how == "sigterm":
+        proc.send_signal(signal.SIGTERM)
+    else:
+        args = ["exit"] + (["--cleanup"] if how == "exit-cleanup" else [])
+        r = sb.appctl(*args, check=False)
+        assert r.returncode == 0, r.stderr
+    # Exiting is bounded (the engine resumes after RELEASE_MS; a clear
+    # gives up after 2 s).
+    try:
+        rc = proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        raise SandboxError("ovs-vswitchd did not exit within 20 s")
+    assert rc == (-signal.SIGTERM if how == "sigterm" else 0), rc
+    g.stop()
+    with open(sb.vswitchd_log) as f:
+        log = f.read()
+    assert "AddressSanitizer" not in log and "runtime error" not in log
+    if how == "exit-cleanup":
+        assert "abandoned" not in log
