@@ -45,6 +45,7 @@ struct dma_dev {
     int owner;                  /* Core id of the owning PMD, or -1. */
     bool ready;                 /* Configured, started, known to vhost. */
     bool failed;                /* Setup failed; never handed out. */
+    bool retired;               /* Out of service (see 'retired_devs'). */
     uint16_t nb_desc;
 };
 
@@ -56,6 +57,9 @@ static bool dma_scanned OVS_GUARDED_BY(dma_mutex);
 
 /* The dmadev of the calling thread, -1 if none. */
 DEFINE_STATIC_PER_THREAD_DATA(int, thread_dma, -1);
+
+/* dmadevs taken out of service, a bit per id: read on every burst. */
+static atomic_uint64_t retired_devs = 0;
 
 static void
 dma_scan(void)
@@ -163,7 +167,7 @@ netdev_dpdk_dma_thread_attach(unsigned core_id)
         for (int i = 0; i < n_dma_devs; i++) {
             struct dma_dev *d = &dma_devs[i];
 
-            if (d->owner >= 0 || d->failed
+            if (d->owner >= 0 || d->failed || d->retired
                 || (pass == 0 && d->numa_id != numa_id)) {
                 continue;
             }
@@ -215,7 +219,33 @@ netdev_dpdk_dma_thread_detach(void)
 int16_t
 netdev_dpdk_dma_get(void)
 {
-    return *thread_dma_get();
+    int id = *thread_dma_get();
+    uint64_t retired;
+
+    atomic_read_relaxed(&retired_devs, &retired);
+    return id >= 0 && !(retired & (UINT64_C(1) << id)) ? id : -1;
+}
+
+void
+netdev_dpdk_dma_retire(uint64_t mask, const char *why)
+{
+    uint64_t orig;
+
+    if (!mask) {
+        return;
+    }
+    atomic_or_relaxed(&retired_devs, mask, &orig);
+    ovs_mutex_lock(&dma_mutex);
+    for (int i = 0; i < n_dma_devs; i++) {
+        struct dma_dev *d = &dma_devs[i];
+
+        if (mask & (UINT64_C(1) << d->id) && !d->retired) {
+            d->retired = true;
+            VLOG_ERR("dmadev %s taken out of service: %s; its PMD thread "
+                     "copies on the CPU from now on", d->name, why);
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
 }
 
 static void
@@ -241,6 +271,10 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
             ds_put_format(&reply, "pmd core %d\n", d->owner);
         } else {
             ds_put_cstr(&reply, d->failed ? "unusable\n" : "free\n");
+        }
+        if (d->retired) {
+            ds_put_cstr(&reply, "  state: out of service (copies "
+                        "abandoned)\n");
         }
         if (d->ready && !rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN,
                                            &st)) {

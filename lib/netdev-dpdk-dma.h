@@ -42,7 +42,14 @@ void netdev_dpdk_dma_init(void);
 void netdev_dpdk_dma_thread_attach(unsigned core_id);
 void netdev_dpdk_dma_thread_detach(void);
 
-/* Returns the dmadev of the calling thread, or -1 if it has none. */
+/* Returns the dmadev of the calling thread, or -1 if it has none or its
+ * dmadev was taken out of service. */
 int16_t netdev_dpdk_dma_get(void);
+
+/* Takes the dmadevs in 'mask' (a bit per dmadev id) out of service for
+ * good, logging 'why' once per dmadev: they did not complete copies that
+ * then had to be abandoned, and vhost still refers to those copies.  Their
+ * owners copy on the CPU from then on. */
+void netdev_dpdk_dma_retire(uint64_t mask, const char *why);
 
 #endif /* netdev-dpdk-dma.h */

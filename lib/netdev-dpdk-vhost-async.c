@@ -604,9 +604,11 @@ clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
 }
 
 /* Clears every Tx queue of 'async'.  Returns the number of copies still in
- * flight when the engines did not finish in time (logged), else 0. */
+ * flight when the engines did not finish in time (logged), else 0, and
+ * the dmadevs that may hold them in '*stuck' if not NULL. */
 static int
-clear_all(struct vhost_async *async, int vid, const char *why)
+clear_all(struct vhost_async *async, int vid, const char *why,
+          uint64_t *stuck)
 {
     int left = 0;
 
@@ -619,22 +621,32 @@ clear_all(struct vhost_async *async, int vid, const char *why)
                      "%s: the DMA engine does not complete them",
                      async->name, n, qid, DRAIN_TIMEOUT_MS, why);
             left += MAX(n, 0);
+            if (stuck) {
+                uint64_t mask;
+
+                atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+                *stuck |= mask;
+            }
         }
     }
     return left;
 }
 
-/* Forgets the copies of every Tx queue after vhost freed the device's
- * async state: 'left' copies were never completed (counted as
- * abandoned). */
+/* Forgets the copies of every Tx queue, whose device goes away: 'left'
+ * copies on the dmadevs in 'stuck' were never completed.  They are counted
+ * as abandoned, and the dmadevs go out of service: vhost 22.11 cannot
+ * cancel a copy, and keeps pointers into the device's freed state for each
+ * copy until its dmadev completes it. */
 static void
-reset_txqs(struct vhost_async *async, int left)
+reset_txqs(struct vhost_async *async, int left, uint64_t stuck)
 {
     if (left > 0) {
         stat_add(&async->stats.abandoned, left);
-        VLOG_ERR("%s: %d DMA copies abandoned: their mbufs are lost and "
-                 "their engine may still write into memory that vhost "
-                 "unmapped", async->name, left);
+        VLOG_ERR("%s: %d DMA copies abandoned: their mbufs are lost, and "
+                 "their engine must not complete them any more", async->name,
+                 left);
+        netdev_dpdk_dma_retire(stuck, "it did not complete copies of a "
+                               "vhost device that went away");
     }
     for (int qid = 0; qid < MAX_TXQ; qid++) {
         atomic_store_relaxed(&async->txqs[qid].inflight, 0);
@@ -1051,6 +1063,9 @@ vhost_async_device_gone(struct vhost_async *async)
 void
 vhost_async_destroy_device(struct vhost_async *async, int vid)
 {
+    uint64_t stuck = 0;
+    int left;
+
     if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
         return;
     }
@@ -1068,7 +1083,8 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     atomic_store_relaxed(&async->vid, -1);
 
     ovs_mutex_lock(&async->lc_mutex);
-    reset_txqs(async, clear_all(async, vid, "the device went away"));
+    left = clear_all(async, vid, "the device went away", &stuck);
+    reset_txqs(async, left, stuck);
     for (int i = 0; i < MAX_TXQ; i++) {
         struct rte_ring *ring = async->txqs[i].ring;
         void *pkt;
@@ -1207,7 +1223,7 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
      * then switch.  Copies an engine does not complete keep the old mode
      * (the CPU's enqueues would overtake them in the guest's queue): the
      * switch is tried again at the next reconfiguration. */
-    if (vid >= 0 && clear_all(async, vid, "a copy mode change")) {
+    if (vid >= 0 && clear_all(async, vid, "a copy mode change", NULL)) {
         VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s while copies "
                      "are in flight; trying %s again", async->name,
                      mode_names[cur], mode_names[req]);
