@@ -1,0 +1,119 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Hostile control input: every ovs-appctl command of ovs-vswitchd, stock
+and ours, and every configuration key of ours, with arguments no operator
+should type.  The switch must never die, and bad values change nothing."""
+
+import re
+import time
+
+from ovs_async import traffic
+
+from test_foundation import assert_verified
+
+# Commands whose purpose is to stop or cripple the switch, or that would
+# pause it until told otherwise: not fuzzed.
+SKIP = {"exit", "vlog/close", "vlog/reopen", "dpctl/add-dp", "dpctl/del-dp",
+        "revalidator/pause", "upcall/disable-megaflows",
+        "upcall/disable-ufid", "dpif/set-dp-features"}
+
+HOSTILE = ["", "nosuch", "v2", "-1", "-99999999999999999999",
+           "99999999999999999999", "4294967296", "%s%n%x%p", "x" * 3000,
+           "0x", "1e9", "../../etc/passwd"]
+
+
+def commands(sb):
+    text = sb.appctl("list-commands")
+    return sorted({line.split()[0] for line in text.splitlines()[1:]
+                   if line.strip()})
+
+
+def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
+    # v2 is a vhost-user port that never had a guest (no mempool).
+    sb.add_port("v2", ofport=3)
+    sb.set_copy_mode("defer", "v0")
+    cmds = [c for c in commands(sb) if c not in SKIP]
+    ours = {"dma-swcopy/hold", "dma-swcopy/release", "dma-swcopy/fail",
+            "dma-swcopy/delay", "dma-swcopy/show",
+            "netdev-dpdk/vhost-copy-mode-set",
+            "netdev-dpdk/vhost-copy-mode-get", "netdev-dpdk/dmadev-show",
+            "netdev-dpdk/get-mempool-info"}
+    assert ours <= set(cmds), sorted(ours - set(cmds))
+
+    calls = 0
+    for cmd in cmds:
+        argsets = [[]]
+        argsets += [[v] for v in HOSTILE]
+        argsets += [[p, v] for p in ("v2", "dma_swcopy0") for v in HOSTILE]
+        argsets += [[v, v, v] for v in HOSTILE[:6]]
+        for args in argsets:
+            sb.appctl(cmd, *args, check=False)
+            calls += 1
+            assert sb.vswitchd_alive(), "%s %r killed ovs-vswitchd" % (
+                cmd, [a[:40] for a in args])
+    # The commands of ours refuse bad input with an error, not a crash.
+    for args, err in [
+            (["dma-swcopy/hold", "nosuch"], "no such dma_swcopy engine"),
+            (["dma-swcopy/hold", "dma_swcopy0", "-1"], "invalid"),
+            (["dma-swcopy/fail", "dma_swcopy0", "x" * 3000], "invalid"),
+            (["dma-swcopy/delay", "dma_swcopy0", "1000001"], "invalid"),
+            (["netdev-dpdk/get-mempool-info", "v2"], "no mempool")]:
+        r = sb.appctl(*args, check=False)
+        assert r.returncode != 0 and err in r.stderr, (args, r.stderr)
+    assert calls > 1000
+    # Nothing that the fuzz did stuck: engine running, modes as set.
+    state = sb.swcopy_state("dma_swcopy0")
+    assert state["held"] == "no" and state["fail next"] == "0", state
+    assert state["delay"] == "0 us", state
+    assert sb.copy_mode("v0") == "defer" and sb.copy_mode("v1") == "cpu"
+    sb.del_port("v2")
+    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+
+
+def test_bad_config_values_change_nothing(sandbox_factory):
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
+    sb.set_copy_mode("defer")
+    before = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+    keys = [("Open_vSwitch", ".", "other_config:vhost-copy-mode"),
+            ("Open_vSwitch", ".", "other_config:vhost-copy-auto-threshold"),
+            ("Open_vSwitch", ".", "other_config:pmd-defer-recheck-max-us"),
+            ("Interface", "v0", "options:vhost-copy-mode")]
+    values = ["warp", "-1", "99999999999999999999", "%s%n", "x" * 3000,
+              "1e3", "0x10"]
+    for table, record, key in keys:
+        for value in values:
+            sb.vsctl("set", table, record, '%s="%s"' % (key, value))
+            assert sb.vswitchd_alive(), (key, value[:40])
+        if table == "Open_vSwitch":
+            # (Removing the port's option would be a valid change: it
+            # ends the appctl override.)
+            sb.vsctl("remove", table, record, key.split(":")[0],
+                     key.split(":")[1])
+    time.sleep(1)
+    with open(sb.vswitchd_log) as f:
+        log = f.read()
+    # Each key said why it ignored a bad value.
+    for key in ("other_config:vhost-copy-mode",
+                "other_config:vhost-copy-auto-threshold",
+                "other_config:pmd-defer-recheck-max-us",
+                "options:vhost-copy-mode"):
+        assert re.search(re.escape(key) + r' "[^"]*" ', log) or (
+            'invalid %s "' % key) in log, key
+    # The appctl override still rules: nothing changed.
+    after = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+    assert re.sub(r"\d+ copies", "", after) == re.sub(r"\d+ copies", "",
+                                                        before)
+    assert_verified(traffic.loop_run(sb, size=512, duration=1))
