@@ -153,6 +153,26 @@ out:
     return err;
 }
 
+/* Warns if a dma_swcopy worker runs on 'core_id', a PMD thread's core:
+ * two busy pollers on one CPU starve each other. */
+static void
+dma_check_swcopy_cpus(unsigned core_id)
+    OVS_REQUIRES(dma_mutex)
+{
+    for (int i = 0; i < n_dma_devs; i++) {
+        struct dma_swcopy_state st;
+
+        if (!dma_swcopy_get_state(dma_devs[i].name, &st)
+            && st.cpu == (int) core_id) {
+            VLOG_WARN("dmadev %s: its dma_swcopy worker runs on CPU %u, "
+                      "which is also a PMD thread's core: both poll and "
+                      "starve each other; give the engine a CPU of its own "
+                      "(--vdev=%s,lcore=N) or change pmd-cpu-mask",
+                      dma_devs[i].name, core_id, dma_devs[i].name);
+        }
+    }
+}
+
 /* Called by a PMD thread when it attaches to DPDK: takes a free dmadev,
  * preferring the thread's NUMA node. */
 void
@@ -163,6 +183,7 @@ netdev_dpdk_dma_thread_attach(unsigned core_id)
 
     ovs_mutex_lock(&dma_mutex);
     dma_scan();
+    dma_check_swcopy_cpus(core_id);
     for (int pass = 0; pass < 2 && !pick; pass++) {
         for (int i = 0; i < n_dma_devs; i++) {
             struct dma_dev *d = &dma_devs[i];

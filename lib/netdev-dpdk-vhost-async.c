@@ -802,13 +802,19 @@ auto_send(struct vhost_async *async, int vid, int qid,
     }
     avg = bytes / cnt;
 
+    if (dma < 0) {
+        /* This thread has no engine: a fallback, which must not change the
+         * queue's choice for the threads that have one. */
+        *n_dma = 0;
+        return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries,
+                        false);
+    }
     cur = vhost_auto_path(a);
-    path = dma >= 0 ? vhost_auto_choose(a, avg) : VHOST_AUTO_CPU;
+    path = vhost_auto_choose(a, avg);
     if (path != cur) {
         /* To the CPU only once the queue's copies are done, so that the
          * guest sees the queue's packets in order. */
-        if (path == VHOST_AUTO_CPU && dma >= 0
-            && !auto_drain(async, vid, qid)) {
+        if (path == VHOST_AUTO_CPU && !auto_drain(async, vid, qid)) {
             path = cur;
         } else {
             vhost_auto_switched(a, path);
@@ -821,15 +827,12 @@ auto_send(struct vhost_async *async, int vid, int qid,
                            retries);
         *n_dma = cnt - dropped;
     } else {
-        /* Without a dmadev, a CPU copy is a fallback, not a choice. */
         dropped = cpu_send(async, vid, qid, pkts, cnt, max_retries,
-                           retries, dma >= 0);
+                           retries, true);
         *n_dma = 0;
     }
-    if (dma >= 0) {
-        vhost_auto_record(a, path, rte_get_tsc_cycles() - start, cnt,
-                          cnt - dropped, inflight(async, qid));
-    }
+    vhost_auto_record(a, path, rte_get_tsc_cycles() - start, cnt,
+                      cnt - dropped, inflight(async, qid));
     return dropped;
 }
 
@@ -931,6 +934,17 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         rte_pktmbuf_free_bulk(pkts, cnt);
         return cnt;
     }
+    if (OVS_UNLIKELY(get_vid(async) != vid)) {
+        /* A new device whose async channels are not registered yet (or a
+         * device going away): vhost would refuse async submissions, with
+         * an error log per burst.  Nothing of it is in flight: copy on the
+         * CPU. */
+        rte_spinlock_lock(tx_lock);
+        dropped = cpu_send(async, vid, qid, pkts, cnt, max_retries, retries,
+                           false);
+        rte_spinlock_unlock(tx_lock);
+        return dropped;
+    }
     if (mode == VHOST_COPY_RING) {
         return ring_send(async, qid, pkts, cnt);
     }
@@ -961,7 +975,7 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
 {
     enum vhost_copy_mode mode = get_mode(async);
 
-    if (qid >= MAX_TXQ) {
+    if (qid >= MAX_TXQ || get_vid(async) != vid) {
         return;
     }
     if (mode == VHOST_COPY_RING) {

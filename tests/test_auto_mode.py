@@ -193,3 +193,26 @@ def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
         assert slept > 1e6, slept
         # ... but not with copies in flight.
         assert max(lat) < 1000, lat
+
+
+def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):
+    """Two PMDs send into v1's only txq; only one has a DMA engine.  With
+    the choice pinned to DMA, the engine-less PMD's CPU copies are
+    fallbacks and must not move the shared queue to the CPU."""
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
+                         pmd_cpus=[0, 1],
+                         other_config={"vhost-copy-auto-threshold": "64"})
+    sb.vsctl("set", "Interface", "v0",
+             "other_config:pmd-rxq-affinity=0:0,1:1")
+    sb.vsctl("set", "Interface", "v1", "other_config:pmd-rxq-affinity=0:1")
+    sb.set_copy_mode("auto")
+    sb.clear_pmd_stats()
+    g = traffic.start_held(sb, [("v0", "gen+sink", 2), ("v1", "loop", 1)],
+                           ["--size", 256, "--duration", 2])
+    run = traffic.finish(sb, g, ("v0", "v1"), timeout=90)
+    assert_verified(run)
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] > 0, counters
+    assert counters["DMA CPU fallbacks"] > 0, counters
+    q = auto_queues(sb, "v1")[0]
+    assert q["path"] == "dma" and q["to_cpu"] == 0, q

@@ -105,3 +105,13 @@ def test_modes_on_swcopy(swcopy_sandbox, mode, size):
     assert counters["DMA CPU fallbacks"] == 0, counters
     sb.set_copy_mode("cpu")
     assert wait_mempools_back(sb, baseline) == {}
+
+
+def test_worker_on_a_pmd_core_is_refused_loudly(sandbox_factory):
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
+                         pmd_cpus=[1], dma_cpus=[1])
+    assert sb.swcopy_state("dma_swcopy0")["worker"].startswith("cpu 1")
+    with open(sb.vswitchd_log) as f:
+        log = f.read()
+    assert ("dma_swcopy worker runs on CPU 1, which is also a PMD "
+            "thread's core") in log
