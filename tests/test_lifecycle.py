@@ -290,18 +290,26 @@ def log_count(sb, text):
         return f.read().count(text)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_reload_with_engine_stuck(sandbox_factory, mode):
-    """A PMD reload while the engine completes nothing: the drain gives up
-    after its bound instead of holding the reload (and the main thread,
-    which waits for it) until the engine comes back."""
+def engine_stuck(sandbox_factory, mode):
+    """A sandbox in 'mode' with traffic flowing, the main thread watched
+    and the engine held (no timed release) with copies in flight.  Returns
+    the sandbox, the mempool baseline, the guest, the watcher and the
+    number of copies held."""
     sb = lifecycle_sandbox(sandbox_factory, mode)
     base = baseline(sb)
     g = start_traffic(sb)
     time.sleep(1.5)
     probe = Responsiveness(sb)
     probe.start()
-    hold_copies(sb)
+    return sb, base, g, probe, hold_copies(sb)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reload_with_engine_stuck(sandbox_factory, mode):
+    """A PMD reload while the engine completes nothing: the drain gives up
+    after its bound instead of holding the reload (and the main thread,
+    which waits for it) until the engine comes back."""
+    sb, base, g, probe, _ = engine_stuck(sandbox_factory, mode)
     sb.appctl("dpif-netdev/pmd-stats-clear")
     for mask in ("0x3", "0x2"):
         sb.vsctl("set", "Open_vSwitch", ".",
@@ -323,13 +331,7 @@ def test_mode_switch_waits_for_stuck_engine(sandbox_factory, mode):
     """A switch to cpu while the engine completes nothing keeps the async
     mode (CPU enqueues would overtake the copies in the guest's queue) and
     retries; it happens once the engine is back."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
-    base = baseline(sb)
-    g = start_traffic(sb)
-    time.sleep(1.5)
-    probe = Responsiveness(sb)
-    probe.start()
-    hold_copies(sb)
+    sb, base, g, probe, _ = engine_stuck(sandbox_factory, mode)
     sb.appctl("netdev-dpdk/vhost-copy-mode-set", "cpu")
     time.sleep(5)
     modes = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
@@ -353,13 +355,7 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
     will: after its bound the clear abandons the copies (counted, logged
     once per port), the engine goes out of service and the port carries
     verified traffic again on the CPU."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
-    baseline(sb)
-    g = start_traffic(sb)
-    time.sleep(1.5)
-    probe = Responsiveness(sb)
-    probe.start()
-    held = hold_copies(sb)
+    sb, _, g, probe, held = engine_stuck(sandbox_factory, mode)
     g.stop(sig=signal.SIGKILL)
     deadline = time.time() + 20
     while sum(sb.abandoned().values()) < held:
