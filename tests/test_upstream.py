@@ -50,6 +50,34 @@ def results(out):
     return res
 
 
+def failure_details(build, suite, out, lines=60):
+    """The end of the testsuite.log of each failed test of 'suite' (autotest
+    keeps the directories of failed tests) and the warnings and errors of
+    its ovs-vswitchd.log: for a test that failed in OVS_VSWITCHD_STOP,
+    the log lines that were not allowed are among them."""
+    details = []
+    for m in re.finditer(r"^\s*(\d+): .*FAILED", out, re.M):
+        # Autotest pads the directory names to the width of the largest
+        # test number.
+        top = os.path.join(build, "tests", suite + ".dir")
+        names = [d for d in os.listdir(top) if d.isdigit()
+                 and int(d) == int(m.group(1))] if os.path.isdir(top) else []
+        log = os.path.join(top, names[0] if names else m.group(1),
+                           suite + ".log")
+        try:
+            with open(log) as f:
+                tail = f.read().splitlines()[-lines:]
+            with open(os.path.join(os.path.dirname(log),
+                                   "ovs-vswitchd.log")) as f:
+                tail += ["ovs-vswitchd.log:"] + [
+                    line.rstrip() for line in f
+                    if re.search(r"\|(WARN|ERR|EMER)\|", line)]
+        except OSError as e:
+            tail = ["(%s)" % e]
+        details.append("== %s ==\n%s" % (log, "\n".join(tail)))
+    return "\n".join(details)
+
+
 def test_check_dpdk(build):
     why = ensure_hugepages()
     assert why is None, "check-dpdk needs hugepages, but " + why
@@ -60,7 +88,8 @@ def test_check_dpdk(build):
     ok = [t for t, s in res.items() if s == "ok"]
     print("check-dpdk: %d ok, %d skipped, %d failed" % (
         len(ok), len(skipped), len(failed)))
-    assert not failed and rc == 0, out[-3000:]
+    assert not failed and rc == 0, "%s\n%s" % (
+        out[-3000:], failure_details(build, "system-dpdk-testsuite", out))
     unexpected = [t for t in skipped if not ALLOWED_SKIPS.search(t)]
     assert not unexpected, "skipped but should run here: %s" % unexpected
     assert len(ok) >= 16, res
@@ -74,5 +103,6 @@ def test_check_datapath_subset(build):
     ok = [t for t, s in res.items() if s == "ok"]
     print("make check %s: %d ok, %d failed, %d total" % (
         flags, len(ok), len(failed), len(res)))
-    assert not failed and rc == 0, out[-3000:]
+    assert not failed and rc == 0, "%s\n%s" % (
+        out[-3000:], failure_details(build, "testsuite", out))
     assert len(ok) >= 19, res
