@@ -166,33 +166,48 @@ def test_adaptive_rechecks(sandbox_factory):
 
 def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
     """pmd-maxsleep lets an idle PMD sleep up to 10 ms; at a low packet rate
-    it sleeps most of the time.  A PMD with copies in flight must not: the
-    completion latency (submit to free) stays far below the sleeps.
-    (Measured without the guard: 2.5 ms on average; with it: ~0.15 ms.)"""
-    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
-                         other_config={"pmd-maxsleep": "10000"})
+    it sleeps most of the time.  A PMD with copies in flight must not, so
+    sleeping must not make completions slower than a control in the same
+    run: the same traffic with pmd-maxsleep=0 (a PMD that never sleeps),
+    runs interleaved.  (The absolute latency is no measure: it is mostly
+    how soon the engine thread gets CPU0 from the busy-polling guest, 0.2
+    to 1.7 ms depending on the machine's load.  Measured without the guard,
+    the PMD's sleeps added ~2.5 ms.)"""
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
     for mode in ("defer", "auto"):
         if mode == "auto":
             sb.vsctl("set", "Open_vSwitch", ".",
                      "other_config:vhost-copy-auto-threshold=64")
         sb.set_copy_mode(mode)
-        run = traffic.loop_run(sb, size=512, duration=3,
-                               extra=["--rate", 2000])
-        assert_verified(run)
-        assert run["guest"]["lost"] == 0, run["guest"]
-        c = sb.pmd_counters()
-        assert c["DMA copies submitted"] > 1000, c
-        assert c["DMA copies completed"] == c["DMA copies submitted"], c
-        pmds = sb.pmd_perf().values()
-        slept = sum(p["sleep_us"] for p in pmds)
-        lat = [p["latency_us"] for p in pmds if p["latency_n"]]
-        assert lat, pmds
-        print("%s: slept %.0f us, completion latency avg %s us"
-              % (mode, slept, lat))
-        # The PMD did sleep (over a third of the run) ...
-        assert slept > 1e6, slept
+        lat = {0: [], 10000: []}
+        for rep in range(3):
+            for maxsleep in (0, 10000):
+                sb.vsctl("set", "Open_vSwitch", ".",
+                         "other_config:pmd-maxsleep=%d" % maxsleep)
+                sb.clear_pmd_stats()
+                run = traffic.loop_run(sb, size=512, duration=2,
+                                       extra=["--rate", 2000])
+                assert_verified(run)
+                assert run["guest"]["lost"] == 0, run["guest"]
+                c = sb.pmd_counters()
+                assert c["DMA copies submitted"] > 1000, c
+                assert (c["DMA copies completed"]
+                        == c["DMA copies submitted"]), c
+                pmds = sb.pmd_perf().values()
+                slept = sum(p["sleep_us"] for p in pmds)
+                if maxsleep:
+                    # The PMD did sleep, over a third of the run ...
+                    assert slept > 2e6 / 3, slept
+                else:
+                    assert slept == 0, slept
+                avg = [p["latency_us"] for p in pmds if p["latency_n"]]
+                assert len(avg) == 1, pmds
+                lat[maxsleep].append(avg[0])
+        lat = {k: sorted(v)[1] for k, v in lat.items()}
+        print("%s: completion latency median of 3, never sleeping %.0f us,"
+              " sleeping %.0f us" % (mode, lat[0], lat[10000]))
         # ... but not with copies in flight.
-        assert max(lat) < 1000, lat
+        assert lat[10000] <= 2 * lat[0] + 250, lat
 
 
 def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):
