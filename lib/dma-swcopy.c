@@ -446,7 +446,9 @@ swcopy_completed_status(void *dev_private, uint16_t vchan,
             errs += st != 0;
         }
         if (errs) {
-            sub->nerr_seen += errs;
+            /* Read by vchan_status from other threads. */
+            __atomic_store_n(&sub->nerr_seen, sub->nerr_seen + errs,
+                             __ATOMIC_RELAXED);
             __atomic_store_n(&sub->errors, sub->errors + errs,
                              __ATOMIC_RELAXED);
         }
@@ -955,13 +957,21 @@ swcopy_vchan_status(const struct swcopy_dpdk_dma_dev *dev, uint16_t vchan,
 {
     const struct swcopy_dev *sw = swcopy_dev_get(dev);
     uint16_t tail, done;
+    uint64_t word;
 
     if (vchan != 0) {
         return -EINVAL;
     }
     tail = __atomic_load_n(&sw->bell.tail, __ATOMIC_ACQUIRE);
-    done = __atomic_load_n(&sw->prog.word, __ATOMIC_ACQUIRE);
-    *status = tail == done ? RTE_DMA_VCHAN_IDLE : RTE_DMA_VCHAN_ACTIVE;
+    word = __atomic_load_n(&sw->prog.word, __ATOMIC_ACQUIRE);
+    done = word;
+    if (word >> 32 != __atomic_load_n(&sw->sub.nerr_seen, __ATOMIC_RELAXED)) {
+        /* A failed copy that rte_dma_completed_status() did not report yet:
+         * rte_dma_completed() stops there, as a hardware engine's would. */
+        *status = RTE_DMA_VCHAN_HALTED_ERROR;
+    } else {
+        *status = tail == done ? RTE_DMA_VCHAN_IDLE : RTE_DMA_VCHAN_ACTIVE;
+    }
     return 0;
 }
 

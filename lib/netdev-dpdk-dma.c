@@ -46,6 +46,7 @@ struct dma_dev {
     bool ready;                 /* Configured, started, known to vhost. */
     bool failed;                /* Setup failed; never handed out. */
     bool retired;               /* Out of service (see 'retired_devs'). */
+    const char *retired_why;    /* Why it is, if 'retired'. */
     uint16_t nb_desc;
 };
 
@@ -60,6 +61,11 @@ DEFINE_STATIC_PER_THREAD_DATA(int, thread_dma, -1);
 
 /* dmadevs taken out of service, a bit per id: read on every burst. */
 static atomic_uint64_t retired_devs = 0;
+
+/* How often the health watch looks at the engines in use. */
+#define DMA_WATCH_INTERVAL_MS 100
+
+static void dma_watch_start(void);
 
 static void
 dma_scan(void)
@@ -143,6 +149,7 @@ dma_setup(struct dma_dev *d)
     }
     d->nb_desc = nb_desc;
     d->ready = true;
+    dma_watch_start();
     return 0;
 
 fail:
@@ -241,10 +248,18 @@ int16_t
 netdev_dpdk_dma_get(void)
 {
     int id = *thread_dma_get();
+
+    return id >= 0 && !(netdev_dpdk_dma_retired() & (UINT64_C(1) << id))
+           ? id : -1;
+}
+
+uint64_t
+netdev_dpdk_dma_retired(void)
+{
     uint64_t retired;
 
     atomic_read_relaxed(&retired_devs, &retired);
-    return id >= 0 && !(retired & (UINT64_C(1) << id)) ? id : -1;
+    return retired;
 }
 
 void
@@ -262,11 +277,62 @@ netdev_dpdk_dma_retire(uint64_t mask, const char *why)
 
         if (mask & (UINT64_C(1) << d->id) && !d->retired) {
             d->retired = true;
+            d->retired_why = why;
             VLOG_ERR("dmadev %s taken out of service: %s; its PMD thread "
                      "copies on the CPU from now on", d->name, why);
         }
     }
     ovs_mutex_unlock(&dma_mutex);
+}
+
+/* vhost 22.11 does not handle DMA errors: it only calls rte_dma_completed(),
+ * which stops at the first failed copy until rte_dma_completed_status()
+ * collects it, so neither that copy nor any later one of the engine ever
+ * completes for vhost.  A vchan that says it halted on an error is taken
+ * out of service at once; its queues then reset their devices (see
+ * netdev-dpdk-vhost-async.c). */
+static void
+dma_watch_run(void)
+{
+    uint64_t halted = 0;
+
+    ovs_mutex_lock(&dma_mutex);
+    for (int i = 0; i < n_dma_devs; i++) {
+        struct dma_dev *d = &dma_devs[i];
+        enum rte_dma_vchan_status st;
+
+        if (d->ready && !d->retired
+            && !rte_dma_vchan_status(d->id, NETDEV_DPDK_DMA_VCHAN, &st)
+            && st == RTE_DMA_VCHAN_HALTED_ERROR) {
+            halted |= UINT64_C(1) << d->id;
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
+    netdev_dpdk_dma_retire(halted, "a copy failed, and vhost does not "
+                           "handle DMA errors: that copy and every later "
+                           "one on this engine never complete");
+}
+
+static void *
+dma_watch_main(void *arg OVS_UNUSED)
+{
+    for (;;) {
+        dma_watch_run();
+        xnanosleep(DMA_WATCH_INTERVAL_MS * 1000 * 1000);
+    }
+    return NULL;
+}
+
+/* Starts the health watch once some engine is in use. */
+static void
+dma_watch_start(void)
+{
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+
+    if (ovsthread_once_start(&once)) {
+        ovs_thread_create("dma_watch", dma_watch_main, NULL);
+        ovsthread_once_done(&once);
+    }
 }
 
 static void
@@ -294,8 +360,8 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
             ds_put_cstr(&reply, d->failed ? "unusable\n" : "free\n");
         }
         if (d->retired) {
-            ds_put_cstr(&reply, "  state: out of service (copies "
-                        "abandoned)\n");
+            ds_put_format(&reply, "  state: out of service (%s)\n",
+                          d->retired_why);
         }
         if (d->ready && !rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN,
                                            &st)) {

@@ -52,4 +52,9 @@ int16_t netdev_dpdk_dma_get(void);
  * owners copy on the CPU from then on. */
 void netdev_dpdk_dma_retire(uint64_t mask, const char *why);
 
+/* The dmadevs out of service, a bit per id.  An engine whose vchan halts on
+ * an error (a failed copy) is taken out of service by a health watch that
+ * looks every 100 ms. */
+uint64_t netdev_dpdk_dma_retired(void);
+
 #endif /* netdev-dpdk-dma.h */

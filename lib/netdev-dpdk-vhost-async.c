@@ -106,6 +106,9 @@ struct vhost_async_stats {
                                      * gone, engine stuck). */
     atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
                                      * stuck); their mbufs stay with vhost. */
+    atomic_uint64_t wedged;         /* Drops of a queue whose copies sit on
+                                     * a dmadev out of service. */
+    atomic_uint64_t resets;         /* Connections reset for that. */
 };
 
 struct vhost_async {
@@ -127,6 +130,9 @@ struct vhost_async {
     atomic_int mode;                /* enum vhost_copy_mode in use. */
     atomic_int vid;                 /* Device for the PMDs, -1 if none. */
     bool async_registered;          /* Driver registered with ASYNC_COPY. */
+    atomic_bool reset_requested;    /* A queue is wedged (see txq_wedged()):
+                                     * the next reconfiguration reconnects
+                                     * the device. */
     bool refused_logged;
     bool *channel;                  /* Per vring: async channel registered. */
 
@@ -333,6 +339,7 @@ vhost_async_create(struct netdev *netdev)
     ovs_mutex_init(&async->lc_mutex);
     atomic_init(&async->mode, VHOST_COPY_CPU);
     atomic_init(&async->vid, -1);
+    atomic_init(&async->reset_requested, false);
     async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
     async->txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->txqs);
     for (int i = 0; i < MAX_TXQ; i++) {
@@ -448,28 +455,42 @@ vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
                        uint64_t *driver_flags, struct ovs_mutex *mutex)
     OVS_REQUIRES(mutex)
 {
+    const char *why = NULL;
+    bool reset;
     char *id;
-    bool wants;
     int err;
 
-    if (!vhost_id || !(*driver_flags & RTE_VHOST_USER_CLIENT)
-        || *driver_flags & RTE_VHOST_USER_ASYNC_COPY || async_refused()) {
+    reset = atomic_exchange(&async->reset_requested, false);
+    if (!vhost_id || !(*driver_flags & RTE_VHOST_USER_CLIENT)) {
         return;
     }
-    ovs_mutex_lock(&async_mutex);
-    wants = requested_mode(async) != VHOST_COPY_CPU;
-    ovs_mutex_unlock(&async_mutex);
-    if (!wants) {
+    if (reset) {
+        why = "to reset the device, whose copies on a DMA engine out of "
+              "service can never complete";
+        stat_add(&async->stats.resets, 1);
+    } else if (!(*driver_flags & RTE_VHOST_USER_ASYNC_COPY)
+               && !async_refused()) {
+        bool wants;
+
+        ovs_mutex_lock(&async_mutex);
+        wants = requested_mode(async) != VHOST_COPY_CPU;
+        ovs_mutex_unlock(&async_mutex);
+        if (wants) {
+            why = "to enable async copies";
+        }
+    }
+    if (!why) {
         return;
     }
 
     /* rte_vhost_driver_unregister() calls destroy_device(), which takes the
      * port's mutex: release it meanwhile.  It may also wait for the
      * vhost-events thread, which may be in destroy_device() waiting for
-     * this thread in ovsrcu_synchronize(): be quiescent meanwhile. */
-    VLOG_INFO("%s: registering vhost-user socket %s again to enable async "
-              "copies; the guest sees its link go down and up again",
-              async->name, vhost_id);
+     * this thread in ovsrcu_synchronize(): be quiescent meanwhile.  The
+     * caller registers the socket again. */
+    VLOG_INFO("%s: registering vhost-user socket %s again %s; the guest "
+              "sees its link go down and up again", async->name, vhost_id,
+              why);
     id = xstrdup(vhost_id);
     ovs_mutex_unlock(mutex);
     ovsrcu_quiesce_start();
@@ -477,9 +498,8 @@ vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
     ovsrcu_quiesce_end();
     ovs_mutex_lock(mutex);
     if (err) {
-        VLOG_ERR("%s: could not unregister vhost-user socket %s to enable "
-                 "async copies; the port keeps copying on the CPU",
-                 async->name, id);
+        VLOG_ERR("%s: could not unregister vhost-user socket %s %s",
+                 async->name, id, why);
     } else {
         *driver_flags &= ~(RTE_VHOST_USER_CLIENT | RTE_VHOST_USER_ASYNC_COPY);
     }
@@ -560,6 +580,64 @@ vhost_inflight(struct vhost_async *async, int vid, int qid, bool locked)
     return n >= 0 ? n : inflight(async, qid);
 }
 
+/* Asks for the device of 'async' to be reset (once): a queue of it is
+ * wedged. */
+static void
+request_reset(struct vhost_async *async, int qid)
+{
+    bool was;
+
+    was = atomic_exchange(&async->reset_requested, true);
+    if (!was) {
+        VLOG_ERR("%s: txq %d has %d copies in flight on a DMA engine out of "
+                 "service, which vhost cannot retire: dropping its packets "
+                 "and resetting the vhost-user connection", async->name, qid,
+                 inflight(async, qid));
+        netdev_request_reconfigure(async->netdev);
+    }
+}
+
+/* True if every dmadev that may hold copies of Tx queue 'qid' is out of
+ * service: what is in flight can never complete. */
+static bool
+txq_engines_dead(struct vhost_async *async, int qid)
+{
+    uint64_t mask;
+
+    atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+    return mask && !(mask & ~netdev_dpdk_dma_retired());
+}
+
+/* True if Tx queue 'qid' is wedged: copies of it in flight may sit on a
+ * dmadev out of service, and the queue's other engines (if any) retired
+ * nothing just now.  Such copies never complete, and a queue retires in
+ * order, so nothing sent to it after them ever reaches the guest: the
+ * device must be reset (requested here).  The caller serializes the
+ * queue's senders. */
+static bool
+txq_wedged(struct vhost_async *async, int vid, int qid)
+{
+    uint64_t mask;
+
+    atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+    if (OVS_LIKELY(!(mask & netdev_dpdk_dma_retired()))
+        || inflight(async, qid) <= 0
+        || (!txq_engines_dead(async, qid) && poll_all(async, vid, qid))) {
+        return false;
+    }
+    request_reset(async, qid);
+    return true;
+}
+
+/* Drops 'cnt' packets for a wedged Tx queue.  Returns 'cnt'. */
+static int
+drop_wedged(struct vhost_async *async, struct rte_mbuf **pkts, int cnt)
+{
+    stat_add(&async->stats.wedged, cnt);
+    rte_pktmbuf_free_bulk(pkts, cnt);
+    return cnt;
+}
+
 /* Clears Tx queue 'qid' until nothing is in flight, from the control path
  * or a vhost callback.  'locked' says that the caller holds vhost's queue
  * lock (the _thread_unsafe variants apply).  Returns false if the engines
@@ -573,6 +651,10 @@ clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
     while (vhost_inflight(async, vid, qid, locked) > 0) {
         uint64_t mask;
 
+        if (txq_engines_dead(async, qid)) {
+            /* Nothing will ever complete: no point in waiting. */
+            return false;
+        }
         atomic_read_relaxed(&txq->dma_mask, &mask);
         for (; mask; mask = zero_rightmost_1bit(mask)) {
             struct rte_mbuf *pkts[POLL_BURST];
@@ -653,6 +735,8 @@ reset_txqs(struct vhost_async *async, int left, uint64_t stuck)
         atomic_store_relaxed(&async->txqs[qid].dma_mask, 0);
         atomic_store_relaxed(&async->txqs[qid].orphaned, false);
     }
+    /* The device that a reset was for is gone. */
+    atomic_store_relaxed(&async->reset_requested, false);
 }
 
 /* ---- Sending ------------------------------------------------------------ */
@@ -870,6 +954,11 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
     if (inflight(async, qid) <= 0) {
         return false;
     }
+    if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
+        /* Nothing will come back: reset the device, even if nothing is
+         * sent to the queue any more. */
+        request_reset(async, qid);
+    }
     if (drain) {
         /* The drain is bounded: if it gives up, the queue's next sender
          * polls what this thread leaves behind. */
@@ -954,7 +1043,10 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         rte_spinlock_lock(tx_lock);
     }
     sweep_orphaned(async, vid, qid);
-    if (mode == VHOST_COPY_AUTO) {
+    if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
+        dropped = drop_wedged(async, pkts, cnt);
+        n_dma = 0;
+    } else if (mode == VHOST_COPY_AUTO) {
         dropped = auto_send(async, vid, qid, pkts, cnt, max_retries, retries,
                             &n_dma);
     } else {
@@ -986,7 +1078,10 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
         if (ring) {
             n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
                                           NULL);
-            if (n) {
+            if (OVS_UNLIKELY(n && txq_wedged(async, vid, qid))) {
+                stat_add(&async->stats.tx_failed,
+                         drop_wedged(async, pkts, n));
+            } else if (n) {
                 int retries = 0, n_dma;
                 int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
                                            VHOST_ASYNC_RING_RETRIES,
@@ -1007,6 +1102,9 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
         if (inflight(async, qid) > 0) {
             /* This thread polls these copies: it must not sleep. */
             dp_defer_keep_awake();
+            if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
+                request_reset(async, qid);
+            }
         }
     }
 }
@@ -1201,6 +1299,7 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
 {
     enum vhost_copy_mode cur = get_mode(async);
     enum vhost_copy_mode req;
+    uint64_t stuck = 0;
     const char *why;
 
     ovs_mutex_lock(&async_mutex);
@@ -1237,7 +1336,10 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
      * then switch.  Copies an engine does not complete keep the old mode
      * (the CPU's enqueues would overtake them in the guest's queue): the
      * switch is tried again at the next reconfiguration. */
-    if (vid >= 0 && clear_all(async, vid, "a copy mode change", NULL)) {
+    if (vid >= 0 && clear_all(async, vid, "a copy mode change", &stuck)) {
+        if (stuck & netdev_dpdk_dma_retired()) {
+            request_reset(async, rightmost_1bit_idx(stuck));
+        }
         VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s while copies "
                      "are in flight; trying %s again", async->name,
                      mode_names[cur], mode_names[req]);
@@ -1320,7 +1422,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
 
     n = stats->size;
     stats->counters = xrealloc(stats->counters,
-                               (n + 10) * sizeof *stats->counters);
+                               (n + 12) * sizeof *stats->counters);
 #define ASYNC_STAT(NAME, VALUE)                                  \
     ovs_strlcpy(stats->counters[n].name, NAME,                   \
                 NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
@@ -1335,6 +1437,8 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
     ASYNC_STAT("ovs_async_tx_failure_drops",
                stat_get(&async->stats.tx_failed));
     ASYNC_STAT("ovs_async_tx_abandoned", stat_get(&async->stats.abandoned));
+    ASYNC_STAT("ovs_async_tx_wedged_drops", stat_get(&async->stats.wedged));
+    ASYNC_STAT("ovs_async_resets", stat_get(&async->stats.resets));
     ASYNC_STAT("ovs_async_auto_cpu_copies", stat_get(&async->stats.auto_cpu));
     ASYNC_STAT("ovs_async_auto_switches_to_dma",
                auto_switches(async, VHOST_AUTO_DMA));
@@ -1444,6 +1548,9 @@ format_port(struct ds *reply, const struct vhost_async *async)
             ds_put_cstr(reply, "; ");
         }
         ds_put_format(reply, "%d copies in flight", n);
+        if (n > 0 && txq_engines_dead(a, qid)) {
+            ds_put_cstr(reply, " (on a DMA engine out of service)");
+        }
         /* Rings change under 'lc_mutex', which a reconfiguration may hold
          * while it waits for an engine: then skip their counts. */
         if (rings_locked && async->txqs[qid].ring) {
@@ -1458,6 +1565,12 @@ format_port(struct ds *reply, const struct vhost_async *async)
     if (stat_get(&async->stats.abandoned)) {
         ds_put_format(reply, "  copies abandoned: %"PRIu64"\n",
                       stat_get(&async->stats.abandoned));
+    }
+    if (stat_get(&async->stats.resets)) {
+        ds_put_format(reply, "  resets for a failed DMA engine: %"PRIu64
+                      ", packets dropped while wedged: %"PRIu64"\n",
+                      stat_get(&async->stats.resets),
+                      stat_get(&async->stats.wedged));
     }
 }
 

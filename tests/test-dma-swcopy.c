@@ -588,6 +588,7 @@ test_errors(int16_t dev)
     static uint8_t src[N][256], dst[N][256];
     enum rte_dma_status_code st[N];
     struct rte_dma_stats before, after;
+    enum rte_dma_vchan_status vst;
     uint16_t first_idx = 0, last = 0;
     unsigned int i, got, count, count2;
     bool err = false;
@@ -628,6 +629,9 @@ test_errors(int16_t dev)
     }
     check(i == 3, "completed keeps returning 0 with has_error until the "
           "failed op is collected");
+    check(rte_dma_vchan_status(dev, 0, &vst) == 0
+          && vst == RTE_DMA_VCHAN_HALTED_ERROR,
+          "vchan halted on error while a failed op is not collected");
     got = rte_dma_completed_status(dev, 0, 1, &last, st);
     check(got == 1 && st[0] == RTE_DMA_STATUS_INVALID_LENGTH
           && last == (uint16_t) (first_idx + 5),
@@ -666,6 +670,9 @@ test_errors(int16_t dev)
     err = false;
     check(rte_dma_completed(dev, 0, N, &last, &err) == 0 && !err,
           "no error reported once all failures were collected");
+    check(rte_dma_vchan_status(dev, 0, &vst) == 0
+          && vst == RTE_DMA_VCHAN_IDLE,
+          "vchan idle once all failures were collected");
 }
 
 /* Stop with copies pending: stop waits until the worker has executed

@@ -375,3 +375,65 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
     assert counters["DMA CPU fallbacks"] > 0, counters
     # The engine is never released: its copies would write into memory
     # that vhost unmapped (see Documentation/dma-swcopy.md).
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_engine_error(sandbox_factory, mode):
+    """A copy completes with an error (dma-swcopy/fail), as a failing
+    hardware engine would report it.  vhost 22.11 does not handle DMA
+    errors: that copy and every later one of the engine never complete for
+    it, so the guest queues that used the engine are wedged.  The switch
+    takes the engine out of service (logged once), drops what is sent to a
+    wedged queue (counted), resets the guest's connection, counts the
+    copies it had to abandon, and the port carries verified traffic again,
+    on the CPU.  The abandoned copies' mbufs are the only ones lost."""
+    sb = lifecycle_sandbox(sandbox_factory, mode)
+    base = baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+    probe = Responsiveness(sb)
+    probe.start()
+    sb.swcopy("fail", ENGINE, 1)
+    # Every port with copies on the engine after the failed one is wedged
+    # and must be reset: wait until none is left.
+    deadline = time.time() + 20
+    while True:
+        modes = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+        reset = [p for p in ("v0", "v1") if sb.abandoned().get(p)]
+        if reset and "on a DMA engine out of service" not in modes:
+            break
+        assert time.time() < deadline, (modes, sb.swcopy_state(ENGINE))
+        time.sleep(0.2)
+    # The failure happened on purpose, and was seen.
+    assert "copies failed: 1 (1 on purpose)" in sb.swcopy("show", ENGINE)
+    assert log_count(sb, "dmadev %s taken out of service: a copy failed"
+                     % ENGINE) == 1
+    assert "out of service (a copy failed" in sb.appctl(
+        "netdev-dpdk/dmadev-show")
+    # Each wedged port was reset once and its copies abandoned.
+    abandoned = sum(sb.abandoned().values())
+    assert log_count(sb, "resetting the vhost-user connection") == len(reset)
+    for port in reset:
+        assert log_count(sb, "%s: registering vhost-user socket %s again "
+                         "to reset" % (port, sb.sock(port))) == 1
+        assert "resets for a failed DMA engine: 1" in sb.appctl(
+            "netdev-dpdk/vhost-copy-mode-get", port)
+    res = stop_guest(g)
+    assert res["reordered"] == 0, res
+    probe.finish()
+
+    # Verified traffic on the CPU, the engine's PMD being without one.
+    assert sb.vswitchd_alive()
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] == 0, counters
+    assert counters["DMA CPU fallbacks"] > 0, counters
+    assert not any(n for q in sb.txq_inflight().values() for n in q.values())
+    # Every mbuf is back but those of the abandoned copies, which vhost
+    # 22.11 keeps for good.
+    grown = wait_mempools_back(sb, base)
+    leaked = sum(now - was for was, now in grown.values())
+    assert leaked <= abandoned, (grown, abandoned)
+    print("%s: ports reset %s, %d copies abandoned, %d mbufs not back"
+          % (mode, reset, abandoned, leaked))
