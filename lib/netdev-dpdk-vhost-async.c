@@ -28,6 +28,7 @@
 #include <rte_vhost.h>
 #include <rte_vhost_async.h>
 
+#include "bitmap.h"
 #include "coverage.h"
 #include "dpif-netdev-defer.h"
 #include "netdev-dpdk-dma.h"
@@ -48,6 +49,7 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 
 COVERAGE_DEFINE(vhost_async_tx_contention);
 COVERAGE_DEFINE(vhost_async_cpu_wait);
+COVERAGE_DEFINE(vhost_async_vring_bracket);
 
 /* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue). */
 #define TXQ_VRING(QID) ((QID) * 2)
@@ -115,6 +117,10 @@ struct vhost_async {
     struct ovs_list node;           /* In 'all_ports', under async_mutex. */
     struct netdev *netdev;
     char *name;
+    bool server;                    /* A dpdkvhostuser (server-mode) port:
+                                     * copies on the CPU only (it has no
+                                     * options, so only appctl and the
+                                     * default may ask otherwise). */
 
     /* Requested mode, by source (-1: not set).  Under async_mutex. */
     int override_mode;              /* ovs-appctl vhost-copy-mode-set. */
@@ -156,6 +162,16 @@ static bool host_postcopy;
 
 /* vid -> port, for the vhost callbacks that only know the vid. */
 static struct ovs_mutex vid_mutex = OVS_MUTEX_INITIALIZER;
+
+/* Per vid, the state of each vring as the guest set it: bit VRING_ON(vr)
+ * is set while it is enabled, bit VRING_BRACKET(vr) between the disable
+ * and the enable of a memory table change while it is disabled (see
+ * vhost_async_vring_state_changed()). */
+#define MAX_VRINGS (2 * MAX_TXQ)
+#define VRING_ON(VR) (2 * (VR))
+#define VRING_BRACKET(VR) (2 * (VR) + 1)
+static unsigned long *vring_bits[RTE_MAX_VHOST_DEVICE]
+    OVS_GUARDED_BY(vid_mutex);
 static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
 
@@ -230,6 +246,9 @@ static enum vhost_copy_mode
 requested_mode(const struct vhost_async *async)
     OVS_REQUIRES(async_mutex)
 {
+    if (async->server) {
+        return VHOST_COPY_CPU;
+    }
     return (async->override_mode >= 0 ? async->override_mode
             : async->option_mode >= 0 ? async->option_mode
             : default_mode >= 0 ? default_mode
@@ -334,6 +353,7 @@ vhost_async_create(struct netdev *netdev)
 
     async->netdev = netdev;
     async->name = xstrdup(netdev_get_name(netdev));
+    async->server = !strcmp(netdev_get_type(netdev), "dpdkvhostuser");
     async->override_mode = -1;
     async->option_mode = -1;
     ovs_mutex_init(&async->lc_mutex);
@@ -1214,24 +1234,57 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     if (vid_map[vid] == async) {
         vid_map[vid] = NULL;
     }
+    /* The vid's next connection starts with every vring disabled. */
+    free(vring_bits[vid]);
+    vring_bits[vid] = NULL;
     ovs_mutex_unlock(&vid_mutex);
 }
 
-/* From vhost's vring_state_changed callback.  When a guest Rx vring is
- * disabled (also before guest memory is remapped), vhost holds the queue
- * locks so that the copies in flight can be finished before it goes on. */
-void
+/* From vhost's vring_state_changed callback, before netdev-dpdk handles
+ * it.  Returns false if netdev-dpdk must ignore the call.
+ *
+ * vhost notifies real state changes only, with one exception: around a
+ * memory table change (SET_MEM_TABLE) of a device registered with
+ * ASYNC_COPY, it disables every vring (so that DMA stops) and then enables
+ * every vring, also those the guest had disabled.  Forwarded, those
+ * enables would make netdev-dpdk send to and poll queues the guest does
+ * not use.  So a disable of a vring that is disabled, which only that
+ * bracket sends, is not forwarded, and neither is the enable after it.
+ *
+ * When a guest Rx vring is disabled (also before guest memory is
+ * remapped), vhost holds the queue locks so that the copies in flight can
+ * be finished before it goes on. */
+bool
 vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
 {
     struct vhost_async *async;
+    unsigned long *bits;
+    bool forward = true;
 
-    if (enable || vring % 2 || vid < 0 || vid >= RTE_MAX_VHOST_DEVICE
-        || vring / 2 >= MAX_TXQ) {
-        return;
+    if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE || vring >= MAX_VRINGS) {
+        return true;
     }
     ovs_mutex_lock(&vid_mutex);
+    bits = vring_bits[vid];
+    if (!bits) {
+        bits = vring_bits[vid] = bitmap_allocate(2 * MAX_VRINGS);
+    }
+    if (!enable) {
+        if (!bitmap_is_set(bits, VRING_ON(vring))) {
+            bitmap_set1(bits, VRING_BRACKET(vring));
+            forward = false;
+        }
+        bitmap_set0(bits, VRING_ON(vring));
+    } else if (bitmap_is_set(bits, VRING_BRACKET(vring))) {
+        bitmap_set0(bits, VRING_BRACKET(vring));
+        forward = false;
+    } else {
+        bitmap_set1(bits, VRING_ON(vring));
+    }
+
     async = vid_map[vid];
-    if (async && vhost_inflight(async, vid, vring / 2, true) > 0
+    if (!enable && !(vring % 2) && vring / 2 < MAX_TXQ && async
+        && vhost_inflight(async, vid, vring / 2, true) > 0
         && !clear_txq(async, vid, vring / 2, true)) {
         VLOG_ERR("%s: %d copies of txq %d still in flight %d ms after the "
                  "guest disabled its vring: the DMA engine does not "
@@ -1239,7 +1292,14 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
                  vhost_inflight(async, vid, vring / 2, true), vring / 2,
                  DRAIN_TIMEOUT_MS);
     }
+    if (!forward) {
+        COVERAGE_INC(vhost_async_vring_bracket);
+        VLOG_DBG("vid %d: vring %"PRIu16" is disabled: the %s around a "
+                 "memory table change is not the guest's", vid, vring,
+                 enable ? "enable" : "disable");
+    }
     ovs_mutex_unlock(&vid_mutex);
+    return forward;
 }
 
 /* Moves everything waiting in the rings of 'async' to the guest on the CPU
@@ -1495,20 +1555,37 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
                           "datapath", argv[1]);
             goto error;
         }
+        if (async->server && mode != VHOST_COPY_CPU) {
+            ds_put_format(&reply, "%s is a dpdkvhostuser (server-mode) "
+                          "port, which copies on the CPU: vhost copy mode "
+                          "%s needs a dpdkvhostuserclient port", async->name,
+                          mode_arg);
+            ovs_mutex_unlock(&async_mutex);
+            goto error;
+        }
         async->override_mode = mode;
         netdev_request_reconfigure(async->netdev);
         ds_put_format(&reply, "%s: vhost copy mode set to %s", async->name,
                       mode_arg);
     } else {
-        int n = 0;
+        int n = 0, skipped = 0;
 
         LIST_FOR_EACH (async, node, &all_ports) {
+            if (async->server && mode != VHOST_COPY_CPU) {
+                skipped++;
+                continue;
+            }
             async->override_mode = mode;
             netdev_request_reconfigure(async->netdev);
             n++;
         }
         ds_put_format(&reply, "vhost copy mode set to %s on %d port%s",
                       mode_arg, n, n == 1 ? "" : "s");
+        if (skipped) {
+            ds_put_format(&reply, " (not on %d dpdkvhostuser port%s, which "
+                          "copy on the CPU)", skipped,
+                          skipped == 1 ? "" : "s");
+        }
     }
     ovs_mutex_unlock(&async_mutex);
     unixctl_command_reply(conn, ds_cstr(&reply));

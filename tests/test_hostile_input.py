@@ -117,3 +117,37 @@ def test_bad_config_values_change_nothing(sandbox_factory):
     assert re.sub(r"\d+ copies", "", after) == re.sub(r"\d+ copies", "",
                                                         before)
     assert_verified(traffic.loop_run(sb, size=512, duration=1))
+
+
+def test_server_mode_port_refuses_async_modes(sandbox_factory):
+    """A dpdkvhostuser (server-mode, deprecated) port cannot register its
+    socket for async copies: asking it for an async mode is an error that
+    changes nothing, by appctl and by its option; the other ports still
+    take the mode."""
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
+    sb.vsctl("add-port", "br0", "s0", "--", "set", "Interface", "s0",
+             "type=dpdkvhostuser")
+    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "s0", "defer",
+                  check=False)
+    assert r.returncode != 0, r.stdout
+    assert "s0 is a dpdkvhostuser (server-mode) port" in r.stderr, r.stderr
+    assert "needs a dpdkvhostuserclient port" in r.stderr, r.stderr
+    out = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "defer")
+    assert "on 2 ports (not on 1 dpdkvhostuser port" in out, out
+    # A server-mode port takes no options at all (upstream says so), and
+    # the default of every port does not apply to it.
+    sb.vsctl("set", "Interface", "s0", "options:vhost-copy-mode=ring")
+    sb.vsctl("set", "Open_vSwitch", ".", "other_config:vhost-copy-mode=v3")
+    deadline = time.time() + 10
+    while True:
+        with open(sb.vswitchd_log) as f:
+            if ("s0: arguments provided to device that is not "
+                    "configurable" in f.read()):
+                break
+        assert time.time() < deadline
+        time.sleep(0.2)
+    out = sb.appctl("netdev-dpdk/vhost-copy-mode-get", "s0")
+    assert out.startswith("s0: cpu (from "), out
+    assert "not applied" not in out, out
+    assert sb.copy_mode("v0") == sb.copy_mode("v1") == "defer"
+    assert_verified(traffic.loop_run(sb, size=512, duration=1))
