@@ -79,6 +79,7 @@
 #include <rte_ether.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_memzone.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -289,6 +290,7 @@ static unsigned int n_workers;
 static volatile sig_atomic_t signals_seen;
 static volatile sig_atomic_t alarm_fired;
 static volatile sig_atomic_t usr1_seen;
+static volatile sig_atomic_t usr2_seen;
 static int phase = PHASE_GEN;   /* Accessed with atomics. */
 static bool corrupt_injected;   /* Written by the generator of stream 0. */
 static bool out_of_memory;      /* A sink could not grow its bitmap. */
@@ -452,6 +454,8 @@ usage(void)
            "                       (default 1)\n"
            "  --progress SEC       progress lines on stderr (default 1;\n"
            "                       0 = off)\n"
+           "  (SIGUSR2 while generating: take 64 MB more memory, which\n"
+           "   sends the switch a new memory table on a live device)\n"
            "  --max-lost N         fail if more than N frames are lost\n"
            "  --mbuf-size N        mbuf data room including headroom\n"
            "  --mbufs N            mbuf pool size (default 16384/port)\n"
@@ -1551,6 +1555,35 @@ all_generators_done(void)
 
 /* Called by the main lcore between polling rounds: ends generation and
  * draining when it is time, and prints progress lines. */
+/* On SIGUSR2, takes GROW_MB more of DPDK memory for good.  With dynamic
+ * memory (hugepages, not --legacy-mem or --no-huge) EAL maps new pages and
+ * each virtio-user port sends the switch its new memory table
+ * (VHOST_USER_SET_MEM_TABLE) on a live device, as a guest whose memory
+ * grows does. */
+#define GROW_MB 64
+static void
+grow_memory(void)
+{
+    static unsigned int grown;
+
+    while (grown < (unsigned int) usr2_seen) {
+        char name[RTE_MEMZONE_NAMESIZE];
+        const struct rte_memzone *mz;
+
+        snprintf(name, sizeof name, "ovs_vg_grow%u", grown);
+        mz = rte_memzone_reserve(name, GROW_MB << 20, SOCKET_ID_ANY, 0);
+        grown++;
+        if (mz) {
+            memset(mz->addr, 0, mz->len);
+            fprintf(stderr, "%s: memory grown by %d MB (%u)\n", PROGRAM,
+                    GROW_MB, grown);
+        } else {
+            fprintf(stderr, "%s: memory not grown: %s\n", PROGRAM,
+                    rte_strerror(rte_errno));
+        }
+    }
+}
+
 static void
 control(void)
 {
@@ -1589,6 +1622,8 @@ control(void)
             }
         }
     }
+
+    grow_memory();
 
     if (phase_get() == PHASE_GEN) {
         bool stop = false;
@@ -2082,6 +2117,8 @@ signal_handler(int sig)
         alarm_fired = 1;
     } else if (sig == SIGUSR1) {
         usr1_seen++;
+    } else if (sig == SIGUSR2) {
+        usr2_seen++;
     } else {
         signals_seen++;
     }
@@ -2098,6 +2135,7 @@ block_signals(bool block)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGALRM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
@@ -2567,6 +2605,7 @@ main(int argc, char *argv[])
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGALRM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     /* The switch may close a vhost-user socket at any time (a port deleted
      * or registered again): a write to it must fail, not kill us. */
     signal(SIGPIPE, SIG_IGN);
