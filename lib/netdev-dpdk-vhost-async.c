@@ -1201,16 +1201,19 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
         return;
     }
+    ovs_mutex_lock(&vid_mutex);
+    /* The vid's next connection starts with every vring disabled. */
+    free(vring_bits[vid]);
+    vring_bits[vid] = NULL;
     if (!async) {
         /* The port is being deleted: netdev-dpdk took it off its list
          * before unregistering its socket, and no PMD polls it any more,
          * but copies of any mode may still be in flight. */
-        ovs_mutex_lock(&vid_mutex);
         async = vid_map[vid];
-        ovs_mutex_unlock(&vid_mutex);
-        if (!async) {
-            return;
-        }
+    }
+    ovs_mutex_unlock(&vid_mutex);
+    if (!async) {
+        return;
     }
     atomic_store_relaxed(&async->vid, -1);
 
@@ -1234,9 +1237,6 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     if (vid_map[vid] == async) {
         vid_map[vid] = NULL;
     }
-    /* The vid's next connection starts with every vring disabled. */
-    free(vring_bits[vid]);
-    vring_bits[vid] = NULL;
     ovs_mutex_unlock(&vid_mutex);
 }
 

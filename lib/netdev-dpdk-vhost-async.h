@@ -90,7 +90,10 @@ void vhost_async_device_gone(struct vhost_async *);
 /* vhost_async_destroy_device() with a NULL port looks the device up by
  * its vid: for a port that netdev-dpdk is deleting. */
 void vhost_async_destroy_device(struct vhost_async *, int vid);
-void vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
+/* Returns false if netdev-dpdk must ignore this vring_state_changed call:
+ * vhost's enable of a vring the guest disabled, around a memory table
+ * change. */
+bool vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
 
 /* Datapath.  vhost_async_active() says whether the send path must go
  * through vhost_async_send() instead of rte_vhost_enqueue_burst(). */

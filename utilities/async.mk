@@ -24,4 +24,10 @@ utilities_ovs_dma_bench_LDADD = lib/libopenvswitch.la
 noinst_PROGRAMS += tests/test-dma-swcopy
 tests_test_dma_swcopy_SOURCES = tests/test-dma-swcopy.c
 tests_test_dma_swcopy_LDADD = lib/libopenvswitch.la
+
+# The vring_state_changed filter, fed vhost's calls (run by
+# tests/test_lifecycle.py).
+noinst_PROGRAMS += tests/test-vhost-vring-state
+tests_test_vhost_vring_state_SOURCES = tests/test-vhost-vring-state.c
+tests_test_vhost_vring_state_LDADD = lib/libopenvswitch.la
 endif
