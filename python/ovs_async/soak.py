@@ -1,0 +1,259 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The soak: random life-cycle events in random copy modes under
+continuous verified traffic.
+
+One sandbox (two vhost-user ports in a loop, one dma_swcopy engine, the
+PMD on the last CPU) carries traffic from a guest that generates and
+verifies on v0 and loops on v1, without a break.  Each cycle puts the
+ports in a random copy mode, then causes a random event of the life-cycle
+matrix, half of the time with the engine held until copies are in flight
+(it resumes by itself shortly after).  A guest stopped by an event
+(SIGINT) or at a checkpoint reports what crossed the switch (corrupted,
+duplicated, misdelivered, reordered frames); one killed (SIGKILL) reports
+nothing, and its frames count as unverified.  Every 'checkpoint' cycles,
+and at the end, the soak also checks that nothing is left in flight, the
+mbufs in use against the baseline (leaked) and the copies abandoned."""
+
+import collections
+import os
+import random
+import signal
+import subprocess
+import time
+
+from ovs_async import traffic
+from ovs_async.sandbox import Sandbox, SandboxError
+
+ENGINE = "dma_swcopy0"
+MODES = ["cpu", "v3", "ring", "defer", "auto"]
+EVENTS = ["port-readd", "guest-kill", "guest-restart", "pmd-mask",
+          "rxq-rebalance", "tx-flush", "mem-table", "none"]
+
+# Copies in flight that a held event waits for (at most HOLD_WAIT_S), and
+# how long after that the engine resumes by itself.
+HOLD_COPIES = 64
+HOLD_WAIT_S = 2.0
+HOLD_RELEASE_MS = 300
+
+# Bound on how long the main thread may take to answer (blocking, not
+# speed).
+ANSWER_S = 5.0
+
+
+class Soak(object):
+    def __init__(self, cycles=1000, checkpoint=50, seed=None, size=512,
+                 log=print):
+        if not isinstance(cycles, int) or cycles < 1:
+            raise SandboxError("cycles must be a positive number, not %r"
+                               % (cycles,))
+        if not isinstance(checkpoint, int) or checkpoint < 1:
+            raise SandboxError("checkpoint must be a positive number, not "
+                               "%r" % (checkpoint,))
+        self.cycles = cycles
+        self.checkpoint = checkpoint
+        self.seed = seed if seed is not None else random.randrange(1 << 30)
+        self.rng = random.Random(self.seed)
+        self.size = size
+        self.log = log
+        self.sb = None
+        self.guest = None
+        self.segments = 0
+        self.mode = "cpu"
+        self.flush = 0
+        self.pmd_mask = None
+        self.summary = {
+            "seed": self.seed, "cycles": 0, "events": collections.Counter(),
+            "modes": collections.Counter(), "held_events": 0,
+            "max_copies_held": 0, "checkpoints": 0, "frames_verified": 0,
+            "frames_sent": 0, "frames_lost_counted": 0,
+            "guests_killed": 0, "corrupted": 0,
+            "duplicates": 0, "misdelivered": 0, "reordered": 0,
+            "leaked_mbufs": 0, "abandoned_copies": 0,
+            "worst_answer_s": 0.0, "vswitchd_alive": True, "elapsed_s": 0,
+        }
+
+    # ---- set-up -------------------------------------------------------
+
+    def start(self):
+        pmd = (os.cpu_count() or 1) - 1
+        self.pmd_mask = (1 << pmd, (1 << pmd) | 1) if pmd else (1, 1)
+        self.sb = Sandbox(ports=2, dma=1, dma_driver="dma_swcopy",
+                          pmd_cpus=[pmd], guest_cpu=0, log=self.log,
+                          other_config={
+                              "vhost-copy-auto-threshold": "64"})
+        self.sb.start()
+        # A verified run at rest sets the mempool baseline.
+        run = traffic.loop_run(self.sb, size=self.size, duration=1)
+        if run["verdict"] != "verified":
+            raise SandboxError("the baseline run failed: %r" % (run,))
+        self.base = self.sb.mempool_in_use()
+        self.start_traffic()
+
+    def start_traffic(self):
+        self.segments += 1
+        self.guest = self.sb.start_guest(
+            [("v0", "gen+sink"), ("v1", "loop")],
+            ["--size", self.size, "--duration", 100000, "--wait-link", 60,
+             "--progress", 0, "--warmup", 0],
+            name="soak%d" % self.segments)
+
+    def end_traffic(self, kill=False):
+        """Ends the guest: killed, or stopped and its result counted."""
+        s = self.summary
+        if kill:
+            self.guest.stop(sig=signal.SIGKILL)
+            s["guests_killed"] += 1
+            return
+        self.guest.proc.send_signal(signal.SIGINT)
+        res = self.guest.wait(timeout=60)
+        s["frames_verified"] += res["rx_pkts"]
+        s["frames_sent"] += res["tx_pkts"]
+        s["frames_lost_counted"] += res["lost"]
+        for key in ("corrupted", "duplicates", "misdelivered", "reordered"):
+            s[key] += res[key]
+
+    def stop(self):
+        if self.sb:
+            self.sb.stop()
+
+    # ---- checks -------------------------------------------------------
+
+    def answer_time(self):
+        start = time.time()
+        r = self.sb.appctl("version", check=False)
+        took = time.time() - start
+        self.summary["worst_answer_s"] = max(self.summary["worst_answer_s"],
+                                             took)
+        if r.returncode or took > ANSWER_S:
+            raise SandboxError("ovs-vswitchd did not answer within %.0f s "
+                               "(%.1f s, rc %d)" % (ANSWER_S, took,
+                                                    r.returncode))
+
+    def in_flight(self):
+        return sum(sum(q.values()) for q in self.sb.txq_inflight().values())
+
+    def checkpoint_now(self):
+        """Stops traffic and checks what crossed the switch and what is
+        left behind, then starts traffic again."""
+        s = self.summary
+        self.end_traffic()
+        s["checkpoints"] += 1
+        deadline = time.time() + 10
+        while self.in_flight() and time.time() < deadline:
+            time.sleep(0.1)
+        grown = self.sb.wait_mempools_back(self.base)
+        s["leaked_mbufs"] = sum(now - was for was, now in grown.values())
+        s["abandoned_copies"] = sum(self.sb.abandoned().values())
+        s["vswitchd_alive"] = self.sb.vswitchd_alive()
+        self.log("soak: checkpoint %d after %d cycles: %d frames verified "
+                 "(%d corrupted, %d reordered), %d mbufs leaked, %d copies "
+                 "abandoned" % (s["checkpoints"], s["cycles"],
+                                s["frames_verified"], s["corrupted"],
+                                s["reordered"], s["leaked_mbufs"],
+                                s["abandoned_copies"]))
+        if not s["vswitchd_alive"]:
+            raise SandboxError("ovs-vswitchd died")
+        self.start_traffic()
+
+    # ---- events -------------------------------------------------------
+
+    def hold(self):
+        """Holds the engine until copies are in flight (or a bound);
+        returns how many were."""
+        self.sb.swcopy("hold", ENGINE)
+        deadline = time.time() + HOLD_WAIT_S
+        n = self.in_flight()
+        while n < HOLD_COPIES and time.time() < deadline:
+            time.sleep(0.02)
+            n = self.in_flight()
+        self.sb.swcopy("hold", ENGINE, HOLD_RELEASE_MS)
+        return n
+
+    def event(self, name):
+        sb = self.sb
+        if name == "port-readd":
+            sb.del_port("v1")
+            sb.add_port("v1", ofport=2)
+            sb.set_copy_mode(self.mode, "v1")
+            sb.set_topology("loop")
+        elif name in ("guest-kill", "guest-restart"):
+            # Every vring of the guest goes down, then comes back.
+            self.end_traffic(kill=name == "guest-kill")
+            self.start_traffic()
+        elif name == "mem-table":
+            # A new memory table on the live device (SET_MEM_TABLE).
+            self.guest.proc.send_signal(signal.SIGUSR2)
+        elif name == "pmd-mask":
+            lo, hi = self.pmd_mask
+            for mask in (hi, lo):
+                sb.vsctl("set", "Open_vSwitch", ".",
+                         "other_config:pmd-cpu-mask=0x%x" % mask)
+                time.sleep(0.2)
+        elif name == "rxq-rebalance":
+            sb.appctl("dpif-netdev/pmd-rxq-rebalance")
+        elif name == "tx-flush":
+            self.flush = 50 - self.flush
+            sb.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:tx-flush-interval=%d" % self.flush)
+
+    def cycle(self):
+        s = self.summary
+        mode = self.rng.choice(MODES)
+        held = mode != "cpu" and self.rng.random() < 0.5
+        name = self.rng.choice(EVENTS)
+        if held:
+            n = self.hold()
+            s["held_events"] += 1
+            s["max_copies_held"] = max(s["max_copies_held"], n)
+        if mode != self.mode:
+            self.mode = mode
+            self.sb.set_copy_mode(mode)
+        self.event(name)
+        s["events"][name] += 1
+        s["modes"][mode] += 1
+        self.answer_time()
+        time.sleep(0.2)
+        s["cycles"] += 1
+
+    def run(self):
+        self.log("soak: %d cycles, seed %d" % (self.cycles, self.seed))
+        start = time.time()
+        try:
+            self.start()
+            for i in range(self.cycles):
+                self.cycle()
+                if (i + 1) % self.checkpoint == 0 or i + 1 == self.cycles:
+                    self.checkpoint_now()
+        finally:
+            try:
+                self.sb.swcopy("release", ENGINE, check=False)
+            except (SandboxError, subprocess.SubprocessError, AttributeError):
+                pass
+            self.summary["elapsed_s"] = round(time.time() - start)
+        self.summary["events"] = dict(self.summary["events"])
+        self.summary["modes"] = dict(self.summary["modes"])
+        return self.summary
+
+    def failures(self):
+        """What the summary says went wrong (empty if nothing)."""
+        s = self.summary
+        bad = ["%s: %d" % (k, s[k])
+               for k in ("corrupted", "duplicates", "misdelivered",
+                         "reordered", "leaked_mbufs", "abandoned_copies")
+               if s[k]]
+        if not s["vswitchd_alive"]:
+            bad.append("ovs-vswitchd died")
+        return bad
