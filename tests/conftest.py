@@ -17,8 +17,10 @@
 DPDK tests never skip: when the machine cannot run them (no hugepages and
 --no-huge failing, testpmd missing, nothing built), they fail."""
 
+import glob
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -26,6 +28,36 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "python"))
 
 from ovs_async.sandbox import Sandbox, build_dir  # noqa: E402
+
+
+# On the sanitizer build (make check-sanitize sets OVS_ASYNC_SANITIZE),
+# every process the tests start (ovs-vswitchd, ovsdb-server, the guests)
+# writes its AddressSanitizer and UndefinedBehaviorSanitizer reports to
+# files here, and the test during which one appeared fails.  Leak checking
+# is off: ovs-vswitchd does not free everything at exit, by design.
+SANITIZE = bool(os.environ.get("OVS_ASYNC_SANITIZE"))
+if SANITIZE:
+    SAN_DIR = tempfile.mkdtemp(prefix="ovs-async-san-")
+    os.environ["ASAN_OPTIONS"] = ("detect_leaks=0:log_path=%s/asan"
+                                  % SAN_DIR)
+    os.environ["UBSAN_OPTIONS"] = ("print_stacktrace=1:log_path=%s/ubsan"
+                                   % SAN_DIR)
+
+
+@pytest.fixture(autouse=True)
+def sanitizer_reports():
+    """Fails the test if a sanitizer reported anything meanwhile."""
+    yield
+    if not SANITIZE:
+        return
+    reports = []
+    for path in sorted(glob.glob(os.path.join(SAN_DIR, "*san.*"))):
+        if path.endswith(".seen"):
+            continue
+        with open(path, errors="replace") as f:
+            reports.append("%s:\n%s" % (path, f.read()[:6000]))
+        os.rename(path, path + ".seen")
+    assert not reports, "sanitizer reports:\n" + "\n".join(reports)
 
 
 @pytest.fixture(scope="session")
