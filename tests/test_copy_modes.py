@@ -23,24 +23,12 @@ import time
 import pytest
 
 from ovs_async import traffic
-from ovs_async.sandbox import Sandbox, SandboxError
+from ovs_async.sandbox import Sandbox
 
 from test_foundation import assert_verified
 
 MODES = ["cpu", "v3", "ring", "defer", "auto"]
 ASYNC_MODES = ["v3", "ring", "defer", "auto"]
-
-
-def wait_mempools_back(sb, baseline, timeout=10):
-    """Waits until every mempool's in-use count is back to 'baseline'."""
-    deadline = time.time() + timeout
-    while True:
-        now = sb.mempool_in_use()
-        grown = {k: (baseline.get(k, 0), v) for k, v in now.items()
-                 if v > baseline.get(k, 0)}
-        if not grown or time.time() > deadline:
-            return grown
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +69,7 @@ def test_mempools_back_to_baseline(dma_sandbox):
         sb.set_copy_mode(mode)
         assert_verified(traffic.loop_run(sb, size=1518, duration=1))
     sb.set_copy_mode("cpu")
-    assert wait_mempools_back(sb, baseline) == {}
+    assert sb.wait_mempools_back(baseline) == {}
 
 
 def test_dmadev_show_and_stats(dma_sandbox):
@@ -150,7 +138,7 @@ def test_mode_switches_under_traffic(dma_sandbox, mode):
     assert res["rx_pkts"] > 0
     assert sb.vswitchd_alive()
     sb.set_copy_mode("cpu")
-    assert wait_mempools_back(sb, baseline) == {}
+    assert sb.wait_mempools_back(baseline) == {}
 
 
 @pytest.mark.parametrize("mode", ASYNC_MODES)
@@ -194,7 +182,7 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     assert sb.vswitchd_alive()
     assert_verified(traffic.loop_run(sb, size=512, duration=1))
     sb.set_copy_mode("cpu")
-    assert wait_mempools_back(sb, baseline) == {}
+    assert sb.wait_mempools_back(baseline) == {}
 
 
 def test_bad_input_changes_nothing(dma_sandbox):

@@ -25,7 +25,7 @@ import pytest
 from ovs_async import traffic
 
 from conftest import TOP
-from test_copy_modes import ASYNC_MODES, wait_mempools_back
+from test_copy_modes import ASYNC_MODES
 from test_foundation import assert_verified
 
 
@@ -104,7 +104,7 @@ def test_modes_on_swcopy(swcopy_sandbox, mode, size):
     assert counters["DMA copies submitted"] > 0, counters
     assert counters["DMA CPU fallbacks"] == 0, counters
     sb.set_copy_mode("cpu")
-    assert wait_mempools_back(sb, baseline) == {}
+    assert sb.wait_mempools_back(baseline) == {}
 
 
 def test_worker_on_a_pmd_core_is_refused_loudly(sandbox_factory):

@@ -690,6 +690,19 @@ class Sandbox(object):
                 cur[d + "_dropped"] = int(m.group(4))
         return stats
 
+    def wait_mempools_back(self, baseline, timeout=10):
+        """Waits until every mempool's in-use count is back to 'baseline'
+        (a mempool_in_use() result); returns {name: (baseline, now)} for
+        those that are not."""
+        deadline = time.time() + timeout
+        while True:
+            now = self.mempool_in_use()
+            grown = {k: (baseline.get(k, 0), v) for k, v in now.items()
+                     if v > baseline.get(k, 0)}
+            if not grown or time.time() > deadline:
+                return grown
+            time.sleep(0.2)
+
     def mempool_in_use(self):
         """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info.
 
