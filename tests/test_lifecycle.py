@@ -305,17 +305,34 @@ def log_count(sb, text):
         return f.read().count(text)
 
 
-def engine_stuck(sandbox_factory, mode):
-    """A sandbox in 'mode' with traffic flowing, the main thread watched
-    and the engine held (no timed release) with copies in flight.  Returns
-    the sandbox, the mempool baseline, the guest, the watcher and the
-    number of copies held."""
+def assert_verified_on_cpu(sb):
+    """The switch carries verified traffic, copied on the CPU: the engine
+    of its PMD is out of service."""
+    assert sb.vswitchd_alive()
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] == 0, counters
+    assert counters["DMA CPU fallbacks"] > 0, counters
+
+
+def traffic_watched(sandbox_factory, mode):
+    """A sandbox in 'mode' with traffic flowing and the main thread
+    watched.  Returns the sandbox, the mempool baseline, the guest and the
+    watcher."""
     sb = lifecycle_sandbox(sandbox_factory, mode)
     base = baseline(sb)
     g = start_traffic(sb)
     time.sleep(1.5)
     probe = Responsiveness(sb)
     probe.start()
+    return sb, base, g, probe
+
+
+def engine_stuck(sandbox_factory, mode):
+    """traffic_watched(), and the engine held (no timed release) with
+    copies in flight; also returns the number of copies held."""
+    sb, base, g, probe = traffic_watched(sandbox_factory, mode)
     return sb, base, g, probe, hold_copies(sb)
 
 
@@ -382,12 +399,7 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
         1 for n in sb.abandoned().values() if n)
     assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
     assert "out of service" in sb.appctl("netdev-dpdk/dmadev-show")
-    assert sb.vswitchd_alive()
-    sb.appctl("dpif-netdev/pmd-stats-clear")
-    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
-    counters = sb.pmd_counters()
-    assert counters["DMA copies submitted"] == 0, counters
-    assert counters["DMA CPU fallbacks"] > 0, counters
+    assert_verified_on_cpu(sb)
     # The engine is never released: its copies would write into memory
     # that vhost unmapped (see Documentation/dma-swcopy.md).
 
@@ -402,12 +414,7 @@ def test_engine_error(sandbox_factory, mode):
     wedged queue (counted), resets the guest's connection, counts the
     copies it had to abandon, and the port carries verified traffic again,
     on the CPU.  The abandoned copies' mbufs are the only ones lost."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
-    base = baseline(sb)
-    g = start_traffic(sb)
-    time.sleep(1.5)
-    probe = Responsiveness(sb)
-    probe.start()
+    sb, base, g, probe = traffic_watched(sandbox_factory, mode)
     sb.swcopy("fail", ENGINE, 1)
     # Every port with copies on the engine after the failed one is wedged
     # and must be reset: wait until none is left.
@@ -437,13 +444,7 @@ def test_engine_error(sandbox_factory, mode):
     assert res["reordered"] == 0, res
     probe.finish()
 
-    # Verified traffic on the CPU, the engine's PMD being without one.
-    assert sb.vswitchd_alive()
-    sb.appctl("dpif-netdev/pmd-stats-clear")
-    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
-    counters = sb.pmd_counters()
-    assert counters["DMA copies submitted"] == 0, counters
-    assert counters["DMA CPU fallbacks"] > 0, counters
+    assert_verified_on_cpu(sb)
     assert not any(n for q in sb.txq_inflight().values() for n in q.values())
     # Every mbuf is back but those of the abandoned copies, which vhost
     # 22.11 keeps for good.
