@@ -109,6 +109,14 @@ class Soak(object):
             ["--size", self.size, "--duration", 100000, "--wait-link", 60,
              "--progress", 0, "--warmup", 0],
             name="soak%d" % self.segments)
+        # Signals of later events must find it up: during its start-up one
+        # would end it without a result.
+        deadline = time.time() + 60
+        while not self.guest.log_has("generating"):
+            if not self.guest.running() or time.time() > deadline:
+                raise SandboxError("guest %s did not start: %s" % (
+                    self.guest.name, self.guest.log_tail()))
+            time.sleep(0.05)
 
     def end_traffic(self, kill=False):
         """Ends the guest: killed, or stopped and its result counted."""
