@@ -27,3 +27,7 @@ lib_libopenvswitch_la_SOURCES += \
 # library, which libdpdk.pc does not list.
 lib_libopenvswitch_la_LIBADD += -lrte_bus_vdev
 endif
+
+# configure.ac reads the fork's version suffix from lib/ovs-fork.h
+# (patches/0006): a new suffix regenerates configure.
+CONFIGURE_DEPENDENCIES = $(srcdir)/lib/ovs-fork.h

@@ -19,10 +19,13 @@
 
 /* Identity of the async vhost fork of Open vSwitch.
  *
- * Every program's "--version" appends this suffix to the upstream version
- * ("ovs-vswitchd (Open vSwitch) 3.1.0+async"), so that an operator can
- * tell the fork from stock Open vSwitch at a glance.  Bump it only
- * together with NEWS. */
+ * This suffix is the one source of the fork's version.  Upstream's
+ * configure.ac (patches/0006) and the fork's own configure.ac read it from
+ * this line and append it to the upstream version, so VERSION is
+ * "3.1.0+async" for everything built: "--version" of every program, the
+ * startup log lines, OpenFlow's software description, the man pages and the
+ * Python library (python/ovs/version.py).  Bump it only together with
+ * NEWS. */
 #define OVS_FORK_VERSION_SUFFIX "+async"
 
 #endif /* ovs-fork.h */

@@ -17,6 +17,7 @@ is verified by ovs-vhost-guest (CRC over each whole frame, per-stream
 sequence numbers)."""
 
 import os
+import re
 import subprocess
 import time
 
@@ -40,11 +41,63 @@ def assert_verified(run):
     assert run["verdict"] == "verified", run
 
 
-def test_version_identifies_the_fork(build):
-    out = subprocess.run([os.path.join(build, "vswitchd/ovs-vswitchd"),
-                          "--version"], capture_output=True, text=True,
-                         check=True).stdout
-    assert "ovs-vswitchd (Open vSwitch) 3.1.0+async" in out
+def fork_version():
+    """Upstream's version with the suffix of lib/ovs-fork.h: the one
+    identity of the fork."""
+    with open(os.path.join(TOP, "lib", "ovs-fork.h")) as f:
+        m = re.search(r'^#define OVS_FORK_VERSION_SUFFIX "(.+)"$', f.read(),
+                      re.M)
+    assert m, "lib/ovs-fork.h defines no OVS_FORK_VERSION_SUFFIX"
+    return "3.1.0" + m.group(1)
+
+
+def test_one_version_identity(build, sandbox):
+    """Every program, the Python library and its tools, the man pages, the
+    startup log and OpenFlow's description name the same version."""
+    want = fork_version()
+    assert want == "3.1.0+async"
+
+    def out(*argv, **kw):
+        return subprocess.run(argv, capture_output=True, text=True,
+                              check=True, **kw).stdout
+
+    seen = {}
+    for prog in ["vswitchd/ovs-vswitchd", "ovsdb/ovsdb-server",
+                 "ovsdb/ovsdb-tool", "utilities/ovs-vsctl",
+                 "utilities/ovs-ofctl", "utilities/ovs-appctl",
+                 "utilities/ovs-dpctl", "utilities/ovs-vhost-guest"]:
+        first = out(os.path.join(build, prog), "--version").splitlines()[0]
+        seen[prog] = first.split()[-1]
+    # Shell and Python tools built from .in files (@VERSION@).
+    seen["ovs-ctl"] = out(os.path.join(build, "utilities/ovs-ctl"),
+                          "--version").splitlines()[0].split()[-1]
+    seen["ovs-dpctl-top"] = out(
+        "/usr/bin/python3", os.path.join(build, "utilities/ovs-dpctl-top"),
+        "--version").split()[-1]
+    # The Python library, which every Python daemon's "version" reports.
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+    seen["python ovs.version"] = out(
+        "/usr/bin/python3", "-c",
+        "import ovs.version; print(ovs.version.VERSION)", env=env).strip()
+    # Man pages: .TH's version field.
+    for page in ["vswitchd/ovs-vswitchd.8", "utilities/ovs-vsctl.8",
+                 "vswitchd/ovs-vswitchd.conf.db.5",
+                 "utilities/ovs-vhost-guest.8"]:
+        with open(os.path.join(build, page)) as f:
+            th = [line for line in f if line.startswith(".TH")][0]
+        m = re.search(r'\b(3\.1\.0[^"\s]*)', th)
+        seen[page] = m and m.group(1)
+    # The running switch: its startup log, "version" and OpenFlow's
+    # software description.
+    seen["ovs-appctl version"] = sandbox.appctl("version").split()[-1]
+    with open(sandbox.vswitchd_log) as f:
+        log = f.read()
+    started = re.search(r"ovs-vswitchd \(Open vSwitch\) (\S+)", log)
+    seen["ovs-vswitchd.log"] = started and started.group(1)
+    desc = sandbox.ofctl("dump-desc", "br0")
+    seen["OpenFlow sw_desc"] = re.search(r"Software: (\S+)", desc).group(1)
+    wrong = {k: v for k, v in seen.items() if v != want}
+    assert not wrong, "not %s: %s" % (want, wrong)
 
 
 @pytest.fixture(scope="module")

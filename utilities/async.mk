@@ -11,7 +11,8 @@ bin_PROGRAMS += utilities/ovs-vhost-guest
 utilities_ovs_vhost_guest_SOURCES = utilities/ovs-vhost-guest.c
 utilities_ovs_vhost_guest_LDADD = -lm
 man_MANS += utilities/ovs-vhost-guest.8
-EXTRA_DIST += utilities/ovs-vhost-guest.8
+EXTRA_DIST += utilities/ovs-vhost-guest.8.in
+CLEANFILES += utilities/ovs-vhost-guest.8
 
 # ovs-dma-bench: submitter-side cost and throughput of dmadevs (our
 # dma_swcopy, dma_skeleton, or any the operator names).

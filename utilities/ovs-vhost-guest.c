@@ -49,6 +49,8 @@
  * reordering, misdelivery and corruption is counted exactly.
  */
 
+#include <config.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -460,6 +462,7 @@ usage(void)
            "  --mbuf-size N        mbuf data room including headroom\n"
            "  --mbufs N            mbuf pool size (default 16384/port)\n"
            "  -h, --help           show this help\n"
+           "  -V, --version        show the version\n"
            "\n"
            "Example (OVS forwards port 1 <-> port 2 of its bridge):\n"
            "  %s --no-pci --in-memory --single-file-segments \\\n"
@@ -713,6 +716,7 @@ static const struct option long_options[] = {
     {"hold", required_argument, NULL, OPT_HOLD},
     {"no-self", no_argument, NULL, OPT_NO_SELF},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
 
@@ -730,7 +734,7 @@ parse_options(int argc, char *argv[])
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_PORT:
             parse_port(optarg);
@@ -837,6 +841,9 @@ parse_options(int argc, char *argv[])
             break;
         case 'h':
             usage();
+            exit(EXIT_OK);
+        case 'V':
+            printf("%s (Open vSwitch) %s\n", PROGRAM, VERSION);
             exit(EXIT_OK);
         case ':':
             usage_error("option '%s' requires a value", argv[optind - 1]);
