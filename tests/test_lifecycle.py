@@ -96,8 +96,9 @@ def lifecycle_sandbox(factory, mode, **kwargs):
     if mode == "auto":
         # Pinned to DMA: every frame of 64 B or more goes to the engine.
         other["vhost-copy-auto-threshold"] = "64"
-    sb = factory(ports=2, dma=1, dma_driver="dma_swcopy", other_config=other,
-                 **kwargs)
+    kwargs.setdefault("ports", 2)
+    kwargs.setdefault("dma", 1)
+    sb = factory(dma_driver="dma_swcopy", other_config=other, **kwargs)
     sb.set_copy_mode(mode)
     return sb
 
@@ -116,19 +117,25 @@ def start_traffic(sb, seconds=60):
                            "--warmup", 0])
 
 
-def hold_copies(sb, n=HELD, timeout=15):
-    """Holds the engine until at least 'n' copies are in flight; returns
+def inflight_total(sb):
+    return sum(sum(q.values()) for q in sb.txq_inflight().values())
+
+
+def hold_copies(sb, n=HELD, timeout=15, engines=(ENGINE,)):
+    """Holds the engines until at least 'n' copies are in flight; returns
     how many are."""
-    sb.swcopy("hold", ENGINE)
+    for engine in engines:
+        sb.swcopy("hold", engine)
     deadline = time.time() + timeout
     while True:
-        total = sum(sum(q.values()) for q in sb.txq_inflight().values())
+        total = inflight_total(sb)
         if total >= n:
             break
         assert time.time() < deadline, "only %d copies in flight" % total
         time.sleep(0.05)
-    state = sb.swcopy_state(ENGINE)
-    assert state["held"].startswith("yes"), state
+    for engine in engines:
+        state = sb.swcopy_state(engine)
+        assert state["held"].startswith("yes"), state
     return total
 
 
@@ -246,6 +253,119 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
 
     if event != "guest-kill":
         stop_guest(g)
+    check_recovered(sb, base, mode)
+
+
+def rxq_cores(sb):
+    """{port: core} of the Rx queues (queue 0) in 'pmd-rxq-show'."""
+    cores, core = {}, None
+    for line in sb.appctl("dpif-netdev/pmd-rxq-show").splitlines():
+        m = re.match(r"pmd thread numa_id \S+ core_id (\d+):", line)
+        if m:
+            core = int(m.group(1))
+        m = re.match(r"\s*port: (\S+)\s+queue-id:\s+0\b", line)
+        if m:
+            cores[m.group(1)] = core
+    return cores
+
+
+def rx_packets(sb):
+    """Packets received by all PMDs, from pmd-stats-show."""
+    return sum(int(n) for n in re.findall(
+        r"^\s+packets received: (\d+)$",
+        sb.appctl("dpif-netdev/pmd-stats-show"), re.M))
+
+
+def warp(sb, ms):
+    sb.appctl("time/warp", str(ms))
+
+
+ALB_DRY_RUN = "PMD auto load balance dry run. Requesting datapath reconfigure."
+
+
+@pytest.mark.parametrize("flush", [0, 50], ids=["flush0", "flush50"])
+@pytest.mark.parametrize("mode", MODES)
+def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
+    """pmd-auto-lb moves an Rx queue to the other PMD while copies are
+    held.
+
+    ALB wants each PMD overloaded for 12 intervals of 5 s and then waits
+    for its rebalance interval (minutes): time/warp (--enable-dummy) makes
+    that time pass at once.  With load and improvement thresholds of 0 %
+    every interval counts as overloaded and the dry run always asks for a
+    reconfigure, and the queues are placed so that it must move one: v0
+    and v1, which carry the traffic, start on the same PMD."""
+    sb = lifecycle_sandbox(
+        sandbox_factory, mode, ports=4, pmd_cpus=[0, 1], dma=2,
+        vswitchd_args=["--enable-dummy"],
+        other_config={"tx-flush-interval": str(flush),
+                      "pmd-rxq-assign": "group",
+                      "pmd-auto-lb-load-threshold": "0",
+                      "pmd-auto-lb-improvement-threshold": "0",
+                      "pmd-auto-lb-rebal-interval": "2"})
+    engines = ["dma_swcopy0", "dma_swcopy1"]
+
+    # Both guests connect first and wait (--hold): a guest that connects or
+    # goes away makes the datapath place every queue again.  The one on v0
+    # and v1 sends at a low rate (enough for ALB, which only compares).
+    g = traffic.start_held(sb, [("v0", "gen+sink"), ("v1", "loop")],
+                           ["--size", 512, "--duration", 60, "--rate",
+                            50000, "--progress", 0, "--warmup", 0])
+    side = traffic.start_held(sb, [("v2", "gen"), ("v3", "sink")],
+                              ["--size", 512, "--duration", 2])
+    for guest in (g, side):
+        traffic.wait_for(guest, lambda guest=guest:
+                         guest.log_has("ready; waiting"), 120, "ready")
+    base = sb.mempool_in_use()
+
+    # For two measured intervals v2 carries most of the traffic; then the
+    # group assignment gives each queue, the busiest first, to the PMD with
+    # the least load: v2 to A, and v0, v1 and v3 (the sink's few cycles)
+    # to B.
+    side.release()
+    g.release()
+    traffic.wait_for(side, lambda: rx_packets(sb) > 1000, 60, "sending")
+    for _ in range(2):
+        warp(sb, 5100)
+        time.sleep(0.2)
+    traffic.wait_for(side, side.result_ready, 60, "done")
+    sb.appctl("dpif-netdev/pmd-rxq-rebalance")
+    cores = rxq_cores(sb)
+    assert cores["v0"] == cores["v1"] != cores["v2"], cores
+
+    # A minute of overloaded intervals, short of the rebalance interval.
+    sb.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-auto-lb=true")
+    for _ in range(13):
+        warp(sb, 5100)
+        time.sleep(0.1)
+    assert log_count(sb, ALB_DRY_RUN) == 0
+    assert rxq_cores(sb) == cores
+
+    probe = Responsiveness(sb)
+    probe.start()
+    try:
+        held = hold_copies(sb, engines=engines)
+        # The rebalance interval ends: the dry run, the new assignment and
+        # the reload of both PMDs, all with the engines held.
+        warp(sb, 60000)
+        deadline = time.time() + 10
+        while rxq_cores(sb)["v0"] == rxq_cores(sb)["v1"]:
+            assert time.time() < deadline, rxq_cores(sb)
+            time.sleep(0.05)
+        assert log_count(sb, ALB_DRY_RUN) == 1
+        still = inflight_total(sb)
+        assert still > 0, "nothing in flight when the queue moved"
+    finally:
+        for engine in engines:
+            sb.swcopy("release", engine)
+        probe.finish()
+    print("pmd-auto-lb: %d copies held, %d still in flight after the move: "
+          "%s -> %s" % (held, still, cores, rxq_cores(sb)))
+
+    stop_guest(g)
+    side.release()
+    res = side.wait(timeout=30)
+    assert res["corrupted"] == 0 and res["rx_pkts"] > 0, res
     check_recovered(sb, base, mode)
 
 

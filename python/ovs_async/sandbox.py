@@ -187,12 +187,15 @@ class Sandbox(object):
     dma_swcopy); dma_driver "pci:BDF[+BDF...]" names hardware dmadevs,
     which EAL then probes, instead.  huge: "auto" (hugepages when they can
     be allocated, else --no-huge), True or False.  topology: "loop"
-    (v0<->v1, v2<->v3, ...), "none" or a list of OpenFlow flows."""
+    (v0<->v1, v2<->v3, ...), "none" or a list of OpenFlow flows.
+    vswitchd_args: further options of ovs-vswitchd ("--enable-dummy" for
+    the time/warp command)."""
 
     def __init__(self, ports=2, pmd_cpus=(1,), dma=0, huge="auto",
                  topology="loop", mtu=None, other_config=None,
                  guest_cpu=0, name=None, log=None, keep=False,
-                 dma_driver="dma_skeleton", dma_cpus=None):
+                 dma_driver="dma_skeleton", dma_cpus=None,
+                 vswitchd_args=()):
         if not isinstance(ports, int) or not 1 <= ports <= 64:
             raise SandboxError("ports must be 1 to 64, not %r" % (ports,))
         ncpu = os.cpu_count() or 1
@@ -236,6 +239,7 @@ class Sandbox(object):
         self.mtu = mtu
         self.other_config = dict(other_config or {})
         self.guest_cpu = guest_cpu
+        self.vswitchd_args = list(vswitchd_args)
         self.log = log or (lambda msg: None)
         self.keep = keep
         self.name = name or "ovsa%d" % os.getpid()
@@ -355,7 +359,7 @@ class Sandbox(object):
             self._bin("vswitchd/ovs-vswitchd"), "unix:" + self.db_sock,
             "--pidfile=" + os.path.join(self.rundir, "ovs-vswitchd.pid"),
             "--log-file=" + os.path.join(self.logdir, "ovs-vswitchd.log"),
-            "-vconsole:off", "--no-chdir"])
+            "-vconsole:off", "--no-chdir"] + self.vswitchd_args)
         self.vsctl("--timeout=60", "add-br", "br0", "--", "set", "bridge",
                    "br0", "datapath_type=netdev")
         dpdk = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized")
