@@ -48,6 +48,11 @@ DEFINE_STATIC_PER_THREAD_DATA(struct dp_defer *, current_defer, NULL);
 static struct dp_defer other_threads;
 static struct ovs_mutex other_mutex = OVS_MUTEX_INITIALIZER;
 
+/* Registered counters (dp_defer_counter_register()). */
+static struct ovs_mutex counters_mutex = OVS_MUTEX_INITIALIZER;
+static const char *counter_labels[DP_DEFER_MAX_COUNTERS];
+static atomic_int n_counters = 0;
+
 /* A cheap monotonic clock: the TSC where DPDK provides it, else
  * microseconds. */
 uint64_t
@@ -73,7 +78,7 @@ dp_defer_ticks_per_us(void)
 }
 
 static inline void
-dp_defer_count(struct dp_defer *defer, enum dp_defer_stat stat, uint64_t n)
+dp_defer_count(struct dp_defer *defer, int stat, uint64_t n)
 {
     uint64_t v;
 
@@ -123,7 +128,7 @@ dp_defer_init(struct dp_defer *defer, size_t max_items)
 {
     memset(defer, 0, sizeof *defer);
     defer->max_items = MAX(1, MIN(max_items, DP_DEFER_MAX_ITEMS));
-    for (int i = 0; i < DP_DEFER_N_STATS; i++) {
+    for (int i = 0; i < DP_DEFER_N_COUNTERS; i++) {
         atomic_init(&defer->counters[i], 0);
     }
     atomic_init(&defer->latency_max, 0);
@@ -241,11 +246,41 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
 
 /* Adds 'n' to counter 'stat' of the calling thread's list (or of the
  * threads without one). */
+/* Registers a counter that every thread keeps with its list, printed as
+ * "  LABEL: N" after the list's own lines.  'label' must stay valid.
+ * Returns the counter for dp_defer_counter_add(), or -1 if there are too
+ * many (logged; such a counter counts nothing). */
+int
+dp_defer_counter_register(const char *label)
+{
+    int n;
+
+    ovs_mutex_lock(&counters_mutex);
+    atomic_read_relaxed(&n_counters, &n);
+    if (n < DP_DEFER_MAX_COUNTERS) {
+        counter_labels[n] = label;
+        atomic_store_explicit(&n_counters, n + 1, memory_order_release);
+    } else {
+        VLOG_ERR("cannot register PMD counter \"%s\": %d counters already",
+                 label, DP_DEFER_MAX_COUNTERS);
+        n = -1;
+    }
+    ovs_mutex_unlock(&counters_mutex);
+    return n;
+}
+
+/* Adds 'n' to registered 'counter' of the calling thread's list (or of the
+ * threads without a list). */
 void
-dp_defer_account(enum dp_defer_stat stat, uint64_t n)
+dp_defer_counter_add(int counter, uint64_t n)
 {
     struct dp_defer *defer = *current_defer_get();
+    int stat;
 
+    if (OVS_UNLIKELY(counter < 0 || counter >= DP_DEFER_MAX_COUNTERS)) {
+        return;
+    }
+    stat = DP_DEFER_N_STATS + counter;
     if (OVS_LIKELY(defer)) {
         dp_defer_count(defer, stat, n);
     } else {
@@ -397,9 +432,9 @@ dp_defer_drain(struct dp_defer *defer)
 
 void
 dp_defer_get_stats(const struct dp_defer *defer,
-                   uint64_t stats[DP_DEFER_N_STATS])
+                   uint64_t stats[DP_DEFER_N_COUNTERS])
 {
-    for (int i = 0; i < DP_DEFER_N_STATS; i++) {
+    for (int i = 0; i < DP_DEFER_N_COUNTERS; i++) {
         uint64_t v;
 
         atomic_read_relaxed(&CONST_CAST(struct dp_defer *, defer)
@@ -413,7 +448,7 @@ dp_defer_get_stats(const struct dp_defer *defer,
 void
 dp_defer_clear_stats(struct dp_defer *defer)
 {
-    for (int i = 0; i < DP_DEFER_N_STATS; i++) {
+    for (int i = 0; i < DP_DEFER_N_COUNTERS; i++) {
         atomic_read_relaxed(&defer->counters[i], &defer->zero[i]);
     }
     atomic_store_relaxed(&defer->latency_max, 0);
@@ -424,7 +459,8 @@ dp_defer_clear_stats(struct dp_defer *defer)
 void
 dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
 {
-    uint64_t s[DP_DEFER_N_STATS];
+    uint64_t s[DP_DEFER_N_COUNTERS];
+    int n;
 
     if (defer) {
         dp_defer_get_stats(defer, s);
@@ -458,16 +494,11 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
                       : 0.0,
                       max / per_us, ewma / per_us, s[DP_DEFER_LAT_N]);
     }
-    /* No "in flight" per thread: a thread may retire copies that another
-     * one submitted (v3, ring, a shared txq).  vhost-copy-mode-get and
-     * dmadev-show have the copies in flight per queue and per engine. */
-    ds_put_format(reply,
-                  "  DMA copies submitted: %"PRIu64"\n"
-                  "  DMA copies completed: %"PRIu64"\n"
-                  "  DMA CPU fallbacks: %"PRIu64"\n"
-                  "  auto mode CPU copies: %"PRIu64"\n",
-                  s[DP_DEFER_DMA_SUBMITTED], s[DP_DEFER_DMA_COMPLETED],
-                  s[DP_DEFER_CPU_COPIES], s[DP_DEFER_AUTO_CPU_COPIES]);
+    atomic_read_explicit(&n_counters, &n, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        ds_put_format(reply, "  %s: %"PRIu64"\n", counter_labels[i],
+                      s[DP_DEFER_N_STATS + i]);
+    }
 }
 
 /* Clears the accounting of the threads without a list. */

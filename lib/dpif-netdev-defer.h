@@ -74,19 +74,22 @@ enum dp_defer_stat {
     DP_DEFER_INLINE,        /* Items run inline because the list was full. */
     DP_DEFER_LEFT,          /* Items a drain gave up on (time bound). */
 
-    /* Async copy accounting, reported by the netdev layer with
-     * dp_defer_account(), in packets. */
-    DP_DEFER_DMA_SUBMITTED, /* Handed to a DMA engine. */
-    DP_DEFER_DMA_COMPLETED, /* Retired (copy done, mbuf freed) here. */
-    DP_DEFER_CPU_COPIES,    /* Copied on the CPU in an async mode for
-                             * want of a dmadev. */
-    DP_DEFER_AUTO_CPU_COPIES, /* Copied on the CPU by choice of 'auto'. */
-
     /* Completion latency of submissions, in ticks (dp_defer_ticks()). */
     DP_DEFER_LAT_SUM,       /* Sum over retired submissions. */
     DP_DEFER_LAT_N,         /* Number of retired submissions. */
     DP_DEFER_N_STATS
 };
+
+/* Counters of other modules, kept per thread beside the list's own and
+ * printed after them by "pmd-stats-show" and "pmd-perf-show": work that a
+ * PMD thread does for a netdev, such as the DMA copies of the vhost copy
+ * modes.  A module registers each of its counters once, before PMD threads
+ * count, and counts on the calling thread with dp_defer_counter_add(). */
+#define DP_DEFER_MAX_COUNTERS 8
+#define DP_DEFER_N_COUNTERS (DP_DEFER_N_STATS + DP_DEFER_MAX_COUNTERS)
+
+int dp_defer_counter_register(const char *label);
+void dp_defer_counter_add(int counter, uint64_t n);
 
 /* Submissions of an item not yet retired, oldest first. */
 #define DP_DEFER_MAX_BATCHES 4
@@ -117,9 +120,10 @@ struct dp_defer {
     bool keep_awake;           /* Work in flight outside the list. */
     uint64_t latency;          /* Completion latency EWMA, in ticks. */
 
-    /* Statistics, written only by the owning thread. */
-    atomic_uint64_t counters[DP_DEFER_N_STATS];
-    uint64_t zero[DP_DEFER_N_STATS];   /* Values at the last clear. */
+    /* Statistics, written only by the owning thread: enum dp_defer_stat,
+     * then the registered counters. */
+    atomic_uint64_t counters[DP_DEFER_N_COUNTERS];
+    uint64_t zero[DP_DEFER_N_COUNTERS];   /* Values at the last clear. */
     atomic_uint64_t latency_max;       /* Since the last clear, in ticks. */
     atomic_uint64_t latency_ewma;      /* Copy of 'latency' for readers. */
 };
@@ -130,7 +134,6 @@ void dp_defer_init(struct dp_defer *, size_t max_items);
 
 void dp_defer_set_current(struct dp_defer *);
 void dp_defer_submit(dp_defer_work_cb *, void *aux, int qid, uint32_t n);
-void dp_defer_account(enum dp_defer_stat, uint64_t n);
 void dp_defer_keep_awake(void);
 
 size_t dp_defer_run(struct dp_defer *);
@@ -151,7 +154,7 @@ uint64_t dp_defer_ticks(void);
 double dp_defer_ticks_per_us(void);
 
 void dp_defer_get_stats(const struct dp_defer *,
-                        uint64_t stats[DP_DEFER_N_STATS]);
+                        uint64_t stats[DP_DEFER_N_COUNTERS]);
 void dp_defer_clear_stats(struct dp_defer *);
 void dp_defer_format_stats(struct ds *, const struct dp_defer *);
 void dp_defer_clear_other_stats(void);

@@ -70,12 +70,124 @@ COVERAGE_DEFINE(vhost_async_vring_bracket);
 /* Enqueue retries of packets taken from a ring in 'ring' mode. */
 #define VHOST_ASYNC_RING_RETRIES 8
 
-static const char *const mode_names[VHOST_COPY_N_MODES] = {
-    [VHOST_COPY_CPU] = "cpu",
-    [VHOST_COPY_V3] = "v3",
-    [VHOST_COPY_RING] = "ring",
-    [VHOST_COPY_DEFER] = "defer",
-    [VHOST_COPY_AUTO] = "auto",
+/* ---- The copy modes ----------------------------------------------------- */
+
+
+static int cpu_mode_send(struct vhost_async *, int vid, int qid,
+                         struct rte_mbuf **, int cnt, int max_retries,
+                         int *retries, int *n_dma);
+static int dma_or_cpu_send(struct vhost_async *, int vid, int qid,
+                           struct rte_mbuf **, int cnt, int max_retries,
+                           int *retries, int *n_dma);
+static int ring_send(struct vhost_async *, int vid, int qid,
+                     struct rte_mbuf **, int cnt, int max_retries,
+                     int *retries, int *n_dma);
+static int auto_send(struct vhost_async *, int vid, int qid,
+                     struct rte_mbuf **, int cnt, int max_retries,
+                     int *retries, int *n_dma);
+static void rx_poll_completions(struct vhost_async *, int vid, int qid);
+static void ring_rx_work(struct vhost_async *, int vid, int qid);
+static bool ring_enter(struct vhost_async *, int n_txq, bool again);
+static void ring_leave(struct vhost_async *, int vid);
+static bool auto_enter(struct vhost_async *, int n_txq, bool again);
+static void auto_retired(struct vhost_async *, int qid, uint64_t cycles,
+                         uint32_t n);
+static void auto_format_txq(struct ds *, const struct vhost_async *,
+                            int qid);
+
+/* What a copy mode is, in one row: who copies packets into guest memory,
+ * who polls the completions and frees the mbufs, and what a port needs
+ * while it uses the mode.  The README's table of copy modes says the same,
+ * field for field. */
+struct copy_mode {
+    const char *name;
+    bool dma;               /* Copies go to DMA engines: the device needs
+                             * async channels. */
+    bool tx_lock;           /* 'send' runs under the txq lock; else it is
+                             * lock-free and 'rx_work' does the rest. */
+    bool sender_retires;    /* The sender queues what it handed to DMA in
+                             * its own deferred work list, which retires
+                             * it; else 'rx_work' retires it. */
+
+    /* Sends 'cnt' packets on Tx queue 'qid' of device 'vid' and takes
+     * ownership of all of them.  Returns the number it could not send
+     * (freed) and stores the number handed to DMA in '*n_dma'. */
+    int (*send)(struct vhost_async *, int vid, int qid,
+                struct rte_mbuf **pkts, int cnt, int max_retries,
+                int *retries, int *n_dma);
+
+    /* The Tx work of the PMD that polls Rx queue 'qid' of the port, before
+     * it receives.  NULL if none. */
+    void (*rx_work)(struct vhost_async *, int vid, int qid);
+
+    /* From the port's reconfiguration, while no PMD uses it.  'enter' runs
+     * whenever the port is to use the mode ('again' is false when it
+     * switches to it) and returns false if it cannot; 'leave' runs when
+     * the port switches away, once nothing is in flight.  NULL if there
+     * is nothing to do. */
+    bool (*enter)(struct vhost_async *, int n_txq, bool again);
+    void (*leave)(struct vhost_async *, int vid);
+
+    /* Told what it cost a sender to retire 'n' copies of Tx queue 'qid'
+     * from its deferred work list.  NULL if the mode does not weigh it. */
+    void (*retired)(struct vhost_async *, int qid, uint64_t cycles,
+                    uint32_t n);
+
+    /* Appends the mode's own state of Tx queue 'qid' to the output of
+     * vhost-copy-mode-get.  NULL if none. */
+    void (*format_txq)(struct ds *, const struct vhost_async *, int qid);
+};
+
+static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
+    /* Stock synchronous rte_vhost_enqueue_burst() by the sender. */
+    [VHOST_COPY_CPU] = {
+        .name = "cpu",
+        .tx_lock = true,
+        .send = cpu_mode_send,
+    },
+    /* The sender submits to its PMD's DMA engine under the txq lock; the
+     * PMD that polls the port's Rx queue polls the completions and
+     * frees. */
+    [VHOST_COPY_V3] = {
+        .name = "v3",
+        .dma = true,
+        .tx_lock = true,
+        .send = dma_or_cpu_send,
+        .rx_work = rx_poll_completions,
+    },
+    /* Senders put mbufs into a lock-free multi-producer ring per txq; the
+     * PMD that polls the port's Rx queue drains the ring, submits on its
+     * engine, polls the completions and frees. */
+    [VHOST_COPY_RING] = {
+        .name = "ring",
+        .dma = true,
+        .send = ring_send,
+        .rx_work = ring_rx_work,
+        .enter = ring_enter,
+        .leave = ring_leave,
+    },
+    /* The sender submits on its engine and queues a work item in its own
+     * deferred work list (dpif-netdev-defer.h), which it runs after each
+     * round of Rx polling until the copies have completed. */
+    [VHOST_COPY_DEFER] = {
+        .name = "defer",
+        .dma = true,
+        .tx_lock = true,
+        .sender_retires = true,
+        .send = dma_or_cpu_send,
+    },
+    /* Per Tx queue, cpu or defer, whichever costs the sending PMD fewer
+     * cycles per packet (netdev-dpdk-vhost-auto.h). */
+    [VHOST_COPY_AUTO] = {
+        .name = "auto",
+        .dma = true,
+        .tx_lock = true,
+        .sender_retires = true,
+        .send = auto_send,
+        .enter = auto_enter,
+        .retired = auto_retired,
+        .format_txq = auto_format_txq,
+    },
 };
 
 /* How long 'auto' waits for a queue's copies before it moves the queue to
@@ -175,6 +287,19 @@ static unsigned long *vring_bits[RTE_MAX_VHOST_DEVICE]
 static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
 
+/* Per PMD thread counters, printed by "pmd-stats-show" and "pmd-perf-show"
+ * (dp_defer_counter_register()).  There is no "in flight" per thread: a
+ * thread may retire copies that another one submitted (v3, ring, a shared
+ * txq); vhost-copy-mode-get and dmadev-show have the copies in flight per
+ * queue and per engine. */
+static int pmd_dma_submitted = -1;      /* Packets handed to DMA. */
+static int pmd_dma_completed = -1;      /* Retired (copy done, mbuf freed)
+                                         * by this thread. */
+static int pmd_cpu_fallbacks = -1;      /* Copied on the CPU in an async
+                                         * mode for want of a dmadev. */
+static int pmd_auto_cpu_copies = -1;    /* Copied on the CPU by choice of
+                                         * 'auto'. */
+
 /* Life-cycle trouble (engines that do not complete). */
 static struct vlog_rate_limit lc_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
@@ -200,14 +325,14 @@ stat_get(const atomic_uint64_t *counter)
 const char *
 vhost_copy_mode_to_string(enum vhost_copy_mode mode)
 {
-    return mode < VHOST_COPY_N_MODES ? mode_names[mode] : "unknown";
+    return mode < VHOST_COPY_N_MODES ? copy_modes[mode].name : "unknown";
 }
 
 bool
 vhost_copy_mode_from_string(const char *s, enum vhost_copy_mode *mode)
 {
     for (int i = 0; i < VHOST_COPY_N_MODES; i++) {
-        if (s && !strcmp(s, mode_names[i])) {
+        if (s && !strcmp(s, copy_modes[i].name)) {
             *mode = i;
             return true;
         }
@@ -215,10 +340,30 @@ vhost_copy_mode_from_string(const char *s, enum vhost_copy_mode *mode)
     return false;
 }
 
+/* The names of the copy modes, in table order, separated by 'sep'. */
+static char *
+mode_names_joined(const char *sep)
+{
+    struct ds ds = DS_EMPTY_INITIALIZER;
+
+    for (int i = 0; i < VHOST_COPY_N_MODES; i++) {
+        ds_put_format(&ds, "%s%s", i ? sep : "", copy_modes[i].name);
+    }
+    return ds_steal_cstr(&ds);
+}
+
+/* "cpu, v3, ...", for messages. */
 static const char *
 mode_list(void)
 {
-    return "cpu, v3, ring, defer, auto";
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+    static char *list;
+
+    if (ovsthread_once_start(&once)) {
+        list = mode_names_joined(", ");
+        ovsthread_once_done(&once);
+    }
+    return list;
 }
 
 static enum vhost_copy_mode
@@ -229,6 +374,12 @@ get_mode(const struct vhost_async *async)
     atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->mode,
                         &mode);
     return mode;
+}
+
+static const struct copy_mode *
+mode_of(const struct vhost_async *async)
+{
+    return &copy_modes[get_mode(async)];
 }
 
 static int
@@ -283,6 +434,16 @@ async_refused(void)
 void
 vhost_async_init(bool iommu, bool postcopy)
 {
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+
+    if (ovsthread_once_start(&once)) {
+        pmd_dma_submitted = dp_defer_counter_register("DMA copies submitted");
+        pmd_dma_completed = dp_defer_counter_register("DMA copies completed");
+        pmd_cpu_fallbacks = dp_defer_counter_register("DMA CPU fallbacks");
+        pmd_auto_cpu_copies = dp_defer_counter_register(
+            "auto mode CPU copies");
+        ovsthread_once_done(&once);
+    }
     host_iommu = iommu;
     host_postcopy = postcopy;
     netdev_dpdk_dma_init();
@@ -339,7 +500,7 @@ vhost_async_set_default(const struct smap *ovs_other_config)
         if (mode != -2 && mode != default_mode) {
             default_mode = mode;
             VLOG_INFO("Default vhost copy mode set to %s",
-                      mode >= 0 ? mode_names[mode] : "cpu (unset)");
+                      mode >= 0 ? copy_modes[mode].name : "cpu (unset)");
             request_reconfigure_changed();
         }
     }
@@ -457,7 +618,7 @@ vhost_async_driver_flags(struct vhost_async *async, uint64_t flags)
     bool wants;
 
     ovs_mutex_lock(&async_mutex);
-    wants = requested_mode(async) != VHOST_COPY_CPU;
+    wants = copy_modes[requested_mode(async)].dma;
     ovs_mutex_unlock(&async_mutex);
 
     if (!wants
@@ -493,7 +654,7 @@ vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
         bool wants;
 
         ovs_mutex_lock(&async_mutex);
-        wants = requested_mode(async) != VHOST_COPY_CPU;
+        wants = copy_modes[requested_mode(async)].dma;
         ovs_mutex_unlock(&async_mutex);
         if (wants) {
             why = "to enable async copies";
@@ -537,7 +698,7 @@ retire(struct vhost_async *async, struct vhost_async_txq *txq,
 
         atomic_sub_relaxed(&txq->inflight, n, &orig);
         stat_add(&async->stats.completed, n);
-        dp_defer_account(DP_DEFER_DMA_COMPLETED, n);
+        dp_defer_counter_add(pmd_dma_completed, n);
         rte_pktmbuf_free_bulk(pkts, n);
     }
 }
@@ -794,14 +955,25 @@ cpu_send(struct vhost_async *async, int vid, int qid,
     if (sent) {
         if (chosen) {
             stat_add(&async->stats.auto_cpu, sent);
-            dp_defer_account(DP_DEFER_AUTO_CPU_COPIES, sent);
+            dp_defer_counter_add(pmd_auto_cpu_copies, sent);
         } else {
             stat_add(&async->stats.cpu_copies, sent);
-            dp_defer_account(DP_DEFER_CPU_COPIES, sent);
+            dp_defer_counter_add(pmd_cpu_fallbacks, sent);
         }
     }
     rte_pktmbuf_free_bulk(pkts, cnt);
     return cnt - sent;
+}
+
+/* 'cpu' mode (and a sender that came before the device's async channels,
+ * whatever the mode).  The caller holds the txq lock. */
+static int
+cpu_mode_send(struct vhost_async *async, int vid, int qid,
+              struct rte_mbuf **pkts, int cnt, int max_retries, int *retries,
+              int *n_dma)
+{
+    *n_dma = 0;
+    return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries, false);
 }
 
 /* Submits 'cnt' packets of Tx queue 'qid' to dmadev 'dma'.  Returns the
@@ -840,7 +1012,7 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
     }
     if (sent) {
         stat_add(&async->stats.submitted, sent);
-        dp_defer_account(DP_DEFER_DMA_SUBMITTED, sent);
+        dp_defer_counter_add(pmd_dma_submitted, sent);
     }
     if (sent < cnt) {
         rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
@@ -848,8 +1020,10 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
     return cnt - sent;
 }
 
-/* Sends on the calling thread's dmadev, or on the CPU if it has none.
- * Stores the number of packets handed to DMA in '*n_dma'. */
+/* 'v3' and 'defer' modes, and the consumer of a ring: sends on the calling
+ * thread's dmadev, or on the CPU if it has none.  Stores the number of
+ * packets handed to DMA in '*n_dma'.  The caller serializes the queue's
+ * senders. */
 static int
 dma_or_cpu_send(struct vhost_async *async, int vid, int qid,
                 struct rte_mbuf **pkts, int cnt, int max_retries,
@@ -940,13 +1114,44 @@ auto_send(struct vhost_async *async, int vid, int qid,
     return dropped;
 }
 
+static bool
+auto_enter(struct vhost_async *async, int n_txq OVS_UNUSED, bool again)
+{
+    if (!again) {
+        if (!async->autos) {
+            async->autos = xzalloc_cacheline(MAX_TXQ * sizeof *async->autos);
+        }
+        for (int qid = 0; qid < MAX_TXQ; qid++) {
+            vhost_auto_reset(&async->autos[qid]);
+        }
+    }
+    return true;
+}
+
+static void
+auto_retired(struct vhost_async *async, int qid, uint64_t cycles, uint32_t n)
+{
+    if (async->autos) {
+        vhost_auto_retired(&async->autos[qid], cycles, n);
+    }
+}
+
+static void
+auto_format_txq(struct ds *reply, const struct vhost_async *async, int qid)
+{
+    if (async->autos) {
+        vhost_auto_format(reply, &async->autos[qid]);
+        ds_put_cstr(reply, "; ");
+    }
+}
+
 /* The deferred work of a PMD that submitted on Tx queue 'qid'. */
 static bool
 defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
 {
     struct vhost_async *async = aux;
+    const struct copy_mode *mode = mode_of(async);
     int vid = get_vid(async);
-    bool timed;
     uint64_t start = 0;
     int16_t dma;
 
@@ -956,9 +1161,8 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
          * cleared everything. */
         return false;
     }
-    /* 'auto' weighs what retiring DMA copies costs. */
-    timed = async->autos && get_mode(async) == VHOST_COPY_AUTO;
-    if (timed) {
+    if (mode->retired) {
+        /* The mode weighs what retiring DMA copies costs. */
         start = rte_get_tsc_cycles();
     }
     dma = netdev_dpdk_dma_get();
@@ -967,9 +1171,8 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
     } else {
         *n_retired = poll_dma(async, vid, qid, dma);
     }
-    if (timed && *n_retired) {
-        vhost_auto_retired(&async->autos[qid],
-                           rte_get_tsc_cycles() - start, *n_retired);
+    if (mode->retired && *n_retired) {
+        mode->retired(async, qid, rte_get_tsc_cycles() - start, *n_retired);
     }
     if (inflight(async, qid) <= 0) {
         return false;
@@ -1004,13 +1207,17 @@ sweep_orphaned(struct vhost_async *async, int vid, int qid)
     }
 }
 
+/* 'ring' mode: lock-free, into the queue's ring, which ring_rx_work()
+ * drains. */
 static int
-ring_send(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
-          int cnt)
+ring_send(struct vhost_async *async, int vid OVS_UNUSED, int qid,
+          struct rte_mbuf **pkts, int cnt, int max_retries OVS_UNUSED,
+          int *retries OVS_UNUSED, int *n_dma)
 {
     struct rte_ring *ring = async->txqs[qid].ring;
     unsigned int n = 0;
 
+    *n_dma = 0;
     if (OVS_LIKELY(ring)) {
         n = rte_ring_mp_enqueue_burst(ring, (void **) pkts, cnt, NULL);
     }
@@ -1024,7 +1231,7 @@ ring_send(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
 bool
 vhost_async_active(const struct vhost_async *async)
 {
-    return get_mode(async) != VHOST_COPY_CPU;
+    return mode_of(async)->dma;
 }
 
 int
@@ -1032,7 +1239,7 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
                  struct rte_mbuf **pkts, int cnt, int max_retries,
                  int *retries, rte_spinlock_t *tx_lock)
 {
-    enum vhost_copy_mode mode = get_mode(async);
+    const struct copy_mode *mode = mode_of(async);
     int dropped, n_dma;
 
     *retries = 0;
@@ -1048,75 +1255,40 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
          * device going away): vhost would refuse async submissions, with
          * an error log per burst.  Nothing of it is in flight: copy on the
          * CPU. */
-        rte_spinlock_lock(tx_lock);
-        dropped = cpu_send(async, vid, qid, pkts, cnt, max_retries, retries,
-                           false);
-        rte_spinlock_unlock(tx_lock);
-        return dropped;
+        mode = &copy_modes[VHOST_COPY_CPU];
     }
-    if (mode == VHOST_COPY_RING) {
-        return ring_send(async, qid, pkts, cnt);
+    if (!mode->tx_lock) {
+        return mode->send(async, vid, qid, pkts, cnt, max_retries, retries,
+                          &n_dma);
     }
 
     if (OVS_UNLIKELY(!rte_spinlock_trylock(tx_lock))) {
         COVERAGE_INC(vhost_async_tx_contention);
         rte_spinlock_lock(tx_lock);
     }
-    sweep_orphaned(async, vid, qid);
-    if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
+    if (mode->dma) {
+        sweep_orphaned(async, vid, qid);
+    }
+    if (OVS_UNLIKELY(mode->dma && txq_wedged(async, vid, qid))) {
         dropped = drop_wedged(async, pkts, cnt);
         n_dma = 0;
-    } else if (mode == VHOST_COPY_AUTO) {
-        dropped = auto_send(async, vid, qid, pkts, cnt, max_retries, retries,
-                            &n_dma);
     } else {
-        dropped = dma_or_cpu_send(async, vid, qid, pkts, cnt, max_retries,
-                                  retries, &n_dma);
+        dropped = mode->send(async, vid, qid, pkts, cnt, max_retries,
+                             retries, &n_dma);
     }
     rte_spinlock_unlock(tx_lock);
 
-    if (n_dma && mode != VHOST_COPY_V3) {
-        /* defer, auto: this thread retires what it submitted. */
+    if (n_dma && mode->sender_retires) {
         dp_defer_submit(defer_work, async, qid, n_dma);
     }
     return dropped;
 }
 
-void
-vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
+/* 'v3' and 'ring' modes: the PMD that polls the port's Rx queue 'qid'
+ * retires the copies of its Tx queue 'qid'. */
+static void
+rx_poll_completions(struct vhost_async *async, int vid, int qid)
 {
-    enum vhost_copy_mode mode = get_mode(async);
-
-    if (qid >= MAX_TXQ || get_vid(async) != vid) {
-        return;
-    }
-    if (mode == VHOST_COPY_RING) {
-        struct rte_ring *ring = async->txqs[qid].ring;
-        struct rte_mbuf *pkts[POLL_BURST];
-        unsigned int n;
-
-        if (ring) {
-            n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
-                                          NULL);
-            if (OVS_UNLIKELY(n && txq_wedged(async, vid, qid))) {
-                stat_add(&async->stats.tx_failed,
-                         drop_wedged(async, pkts, n));
-            } else if (n) {
-                int retries = 0, n_dma;
-                int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
-                                           VHOST_ASYNC_RING_RETRIES,
-                                           &retries, &n_dma);
-                if (lost) {
-                    stat_add(&async->stats.tx_failed, lost);
-                }
-            }
-            if (!rte_ring_empty(ring)) {
-                dp_defer_keep_awake();
-            }
-        }
-    } else if (mode != VHOST_COPY_V3) {
-        return;
-    }
     if (inflight(async, qid) > 0) {
         poll_all(async, vid, qid);
         if (inflight(async, qid) > 0) {
@@ -1126,6 +1298,48 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
                 request_reset(async, qid);
             }
         }
+    }
+}
+
+/* 'ring' mode: the PMD that polls the port's Rx queue 'qid' is the single
+ * consumer of the ring of Tx queue 'qid': it submits what the senders put
+ * there, then retires. */
+static void
+ring_rx_work(struct vhost_async *async, int vid, int qid)
+{
+    struct rte_ring *ring = async->txqs[qid].ring;
+
+    if (ring) {
+        struct rte_mbuf *pkts[POLL_BURST];
+        unsigned int n;
+
+        n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
+                                      NULL);
+        if (OVS_UNLIKELY(n && txq_wedged(async, vid, qid))) {
+            stat_add(&async->stats.tx_failed, drop_wedged(async, pkts, n));
+        } else if (n) {
+            int retries = 0, n_dma;
+            int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
+                                       VHOST_ASYNC_RING_RETRIES, &retries,
+                                       &n_dma);
+            if (lost) {
+                stat_add(&async->stats.tx_failed, lost);
+            }
+        }
+        if (!rte_ring_empty(ring)) {
+            dp_defer_keep_awake();
+        }
+    }
+    rx_poll_completions(async, vid, qid);
+}
+
+void
+vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
+{
+    const struct copy_mode *mode = mode_of(async);
+
+    if (mode->rx_work && qid < MAX_TXQ && get_vid(async) == vid) {
+        mode->rx_work(async, vid, qid);
     }
 }
 
@@ -1176,7 +1390,7 @@ vhost_async_new_device(struct vhost_async *async, int vid)
     ovs_mutex_unlock(&vid_mutex);
 
     memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
-    if (get_mode(async) != VHOST_COPY_CPU) {
+    if (mode_of(async)->dma) {
         set_channels(async, vid, true, false);
     }
     atomic_store_relaxed(&async->vid, vid);
@@ -1353,6 +1567,23 @@ alloc_rings(struct vhost_async *async, int n_txq)
     return true;
 }
 
+static bool
+ring_enter(struct vhost_async *async, int n_txq, bool again)
+{
+    if (!alloc_rings(async, n_txq) && !again) {
+        free_rings(async);
+        return false;
+    }
+    return true;
+}
+
+static void
+ring_leave(struct vhost_async *async, int vid)
+{
+    flush_rings(async, vid);
+    free_rings(async);
+}
+
 static void
 reconfigure__(struct vhost_async *async, int vid, int n_txq)
     OVS_REQUIRES(async->lc_mutex)
@@ -1367,14 +1598,15 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
     ovs_mutex_unlock(&async_mutex);
     async->n_txq = MIN(n_txq, MAX_TXQ);
 
-    why = req != VHOST_COPY_CPU ? async_refused() : NULL;
-    if (!why && req != VHOST_COPY_CPU && !async->async_registered) {
+    why = copy_modes[req].dma ? async_refused() : NULL;
+    if (!why && copy_modes[req].dma && !async->async_registered) {
         why = "its vhost-user socket is not registered for async copies";
     }
     if (why) {
         if (!async->refused_logged) {
             VLOG_ERR("%s: cannot use vhost copy mode %s: %s; keeping %s",
-                     async->name, mode_names[req], why, mode_names[cur]);
+                     async->name, copy_modes[req].name, why,
+                     copy_modes[cur].name);
             async->refused_logged = true;
         }
         req = cur;
@@ -1383,10 +1615,10 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
     }
 
     if (req == cur) {
-        if (req == VHOST_COPY_RING) {
-            alloc_rings(async, n_txq);
+        if (copy_modes[cur].enter) {
+            copy_modes[cur].enter(async, n_txq, true);
         }
-        if (req != VHOST_COPY_CPU && vid >= 0) {
+        if (copy_modes[cur].dma && vid >= 0) {
             set_channels(async, vid, true, false);
         }
         return;
@@ -1402,39 +1634,35 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
         }
         VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s while copies "
                      "are in flight; trying %s again", async->name,
-                     mode_names[cur], mode_names[req]);
+                     copy_modes[cur].name, copy_modes[req].name);
         netdev_request_reconfigure(async->netdev);
         return;
     }
-    flush_rings(async, vid);
-    if (vid >= 0 && req == VHOST_COPY_CPU
+    if (vid >= 0 && !copy_modes[req].dma
         && !set_channels(async, vid, false, false)) {
         VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s: its async "
-                     "channels cannot be unregistered; trying cpu again",
-                     async->name, mode_names[cur]);
+                     "channels cannot be unregistered; trying %s again",
+                     async->name, copy_modes[cur].name,
+                     copy_modes[req].name);
         netdev_request_reconfigure(async->netdev);
         return;
     }
-    if (req != VHOST_COPY_RING) {
-        free_rings(async);
-    } else if (!alloc_rings(async, n_txq)) {
-        free_rings(async);
+    if (copy_modes[cur].leave) {
+        copy_modes[cur].leave(async, vid);
+    }
+    if (copy_modes[req].enter && !copy_modes[req].enter(async, n_txq,
+                                                        false)) {
+        VLOG_ERR("%s: cannot use vhost copy mode %s; using %s",
+                 async->name, copy_modes[req].name,
+                 copy_modes[VHOST_COPY_CPU].name);
         req = VHOST_COPY_CPU;
     }
-    if (req == VHOST_COPY_AUTO) {
-        if (!async->autos) {
-            async->autos = xzalloc_cacheline(MAX_TXQ * sizeof *async->autos);
-        }
-        for (int qid = 0; qid < MAX_TXQ; qid++) {
-            vhost_auto_reset(&async->autos[qid]);
-        }
-    }
-    if (vid >= 0 && req != VHOST_COPY_CPU) {
+    if (vid >= 0 && copy_modes[req].dma) {
         set_channels(async, vid, true, false);
     }
     atomic_store_relaxed(&async->mode, req);
     VLOG_INFO("%s: vhost copy mode changed from %s to %s", async->name,
-              mode_names[cur], mode_names[req]);
+              copy_modes[cur].name, copy_modes[req].name);
 }
 
 void
@@ -1539,7 +1767,7 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
                       "of: %s)", mode_arg, mode_list());
         goto error;
     }
-    why = mode != VHOST_COPY_CPU ? async_refused() : NULL;
+    why = copy_modes[mode].dma ? async_refused() : NULL;
     if (why) {
         ds_put_format(&reply, "cannot use vhost copy mode %s: %s",
                       mode_arg, why);
@@ -1555,7 +1783,7 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
                           "datapath", argv[1]);
             goto error;
         }
-        if (async->server && mode != VHOST_COPY_CPU) {
+        if (async->server && copy_modes[mode].dma) {
             ds_put_format(&reply, "%s is a dpdkvhostuser (server-mode) "
                           "port, which copies on the CPU: vhost copy mode "
                           "%s needs a dpdkvhostuserclient port", async->name,
@@ -1571,7 +1799,7 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
         int n = 0, skipped = 0;
 
         LIST_FOR_EACH (async, node, &all_ports) {
-            if (async->server && mode != VHOST_COPY_CPU) {
+            if (async->server && copy_modes[mode].dma) {
                 skipped++;
                 continue;
             }
@@ -1606,23 +1834,22 @@ format_port(struct ds *reply, const struct vhost_async *async)
     enum vhost_copy_mode req = requested_mode(async);
     bool rings_locked;
 
-    ds_put_format(reply, "%s: %s", async->name, mode_names[cur]);
+    ds_put_format(reply, "%s: %s", async->name, copy_modes[cur].name);
     if (req != cur) {
         ds_put_format(reply, " (requested %s, not applied)",
-                      mode_names[req]);
+                      copy_modes[req].name);
     }
     ds_put_format(reply, " (from %s)\n", requested_source(async));
     rings_locked = !ovs_mutex_trylock(&a->lc_mutex);
     for (int qid = 0; qid < async->n_txq; qid++) {
         int n = inflight(a, qid);
 
-        if (cur == VHOST_COPY_CPU && !n) {
+        if (!copy_modes[cur].dma && !n) {
             continue;
         }
         ds_put_format(reply, "  txq %d: ", qid);
-        if (cur == VHOST_COPY_AUTO && async->autos) {
-            vhost_auto_format(reply, &async->autos[qid]);
-            ds_put_cstr(reply, "; ");
+        if (copy_modes[cur].format_txq) {
+            copy_modes[cur].format_txq(reply, async, qid);
         }
         ds_put_format(reply, "%d copies in flight", n);
         if (n > 0 && txq_engines_dead(a, qid)) {
@@ -1676,6 +1903,7 @@ mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
         }
     }
     ovs_mutex_unlock(&async_mutex);
+    ds_put_format(&reply, "available: %s\n", mode_list());
     unixctl_command_reply(conn, ds_cstr(&reply));
     ds_destroy(&reply);
 }
@@ -1686,9 +1914,13 @@ vhost_async_unixctl_init(void)
     static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
 
     if (ovsthread_once_start(&once)) {
-        unixctl_command_register("netdev-dpdk/vhost-copy-mode-set",
-                                 "[interface] cpu|v3|ring|defer|auto", 1, 2,
-                                 mode_set, NULL);
+        char *names = mode_names_joined("|");
+        char *usage = xasprintf("[interface] %s", names);
+
+        /* unixctl keeps the usage text. */
+        unixctl_command_register("netdev-dpdk/vhost-copy-mode-set", usage,
+                                 1, 2, mode_set, NULL);
+        free(names);
         unixctl_command_register("netdev-dpdk/vhost-copy-mode-get",
                                  "[interface]", 0, 1, mode_get, NULL);
         ovsthread_once_done(&once);

@@ -30,20 +30,9 @@ struct rte_mbuf;
 struct smap;
 
 /* Copy modes of vhost-user Tx (guest Rx): who copies packets into guest
- * memory, and where completions are polled and mbufs freed.
- *
- *   cpu    stock synchronous rte_vhost_enqueue_burst() on the sender.
- *   v3     the sender submits to its PMD's dmadev under the txq lock; the
- *          PMD that polls the port's rxq polls the Tx completions and frees.
- *   ring   senders put mbufs into a lock-free multi-producer ring per txq
- *          (no txq lock); the rxq's PMD drains the ring, submits on its
- *          dmadev, polls completions and frees.
- *   defer  the sender submits on its dmadev and queues a work item in its
- *          own deferred work list (dpif-netdev-defer.h), which it runs after
- *          each round of Rx polling until the copies have completed.
- *   auto   per Tx queue, cpu or defer, whichever costs the sending PMD
- *          fewer cycles per packet (netdev-dpdk-vhost-auto.h).
- */
+ * memory, and where completions are polled and mbufs freed.  Each mode is
+ * one row of the table copy_modes[] in netdev-dpdk-vhost-async.c, which
+ * names it and says what it does. */
 enum vhost_copy_mode {
     VHOST_COPY_CPU,
     VHOST_COPY_V3,

@@ -23,12 +23,12 @@ import time
 import pytest
 
 from ovs_async import traffic
+from ovs_async.modes import ASYNC_MODES, COPY_MODES
 from ovs_async.sandbox import Sandbox
 
 from test_foundation import assert_verified
 
-MODES = ["cpu", "v3", "ring", "defer", "auto"]
-ASYNC_MODES = ["v3", "ring", "defer", "auto"]
+MODES = list(COPY_MODES)
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +215,21 @@ def test_bad_input_changes_nothing(dma_sandbox):
     assert sb.copy_mode("v0") == "ring"
     sb.vsctl("remove", "Interface", "v0", "options", "vhost-copy-mode")
     sb.set_copy_mode("cpu")
+
+
+def test_modes_listed_from_the_table(sandbox):
+    """The switch lists its modes from its table, in the usage text and on
+    the "available:" line; the Python list (ovs_async.modes) agrees."""
+    out = sandbox.appctl("netdev-dpdk/vhost-copy-mode-get")
+    available = re.search(r"^available: (.*)$", out, re.M)
+    assert available, out
+    assert tuple(available.group(1).split(", ")) == COPY_MODES
+    usage = sandbox.appctl("list-commands")
+    assert "netdev-dpdk/vhost-copy-mode-set [interface] %s" % "|".join(
+        COPY_MODES) in usage, usage
+    r = sandbox.appctl("netdev-dpdk/vhost-copy-mode-set", "warp",
+                       check=False)
+    assert "(expected one of: %s)" % ", ".join(COPY_MODES) in r.stderr
 
 
 def test_default_from_other_config(sandbox_factory):

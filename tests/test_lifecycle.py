@@ -33,12 +33,13 @@ import time
 import pytest
 
 from ovs_async import traffic
+from ovs_async.modes import ASYNC_MODES
 from ovs_async.sandbox import SandboxError
 
 from test_foundation import assert_verified
 
 ENGINE = "dma_swcopy0"
-MODES = ["v3", "ring", "defer", "auto"]
+MODES = list(ASYNC_MODES)
 
 # Copies in flight before each event.
 HELD = 256

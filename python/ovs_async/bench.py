@@ -30,9 +30,10 @@ import statistics
 import time
 
 from ovs_async import traffic
+from ovs_async.modes import COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 
-MODES = ["cpu", "v3", "ring", "defer", "auto"]
+MODES = list(COPY_MODES)
 SIZES = [64, 114, 512, 1518, 2098]
 PATTERNS = ["burst", "scatter"]
 # Software engines; hardware ones are named "pci:BDF[+BDF...]".

@@ -498,35 +498,44 @@ class Sandbox(object):
         return {k: int(v) for k, v in
                 (kv.split("=") for kv in text.strip("{}").split(", ") if kv)}
 
-    def txq_inflight(self):
-        """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
-        reads the counters at once (interface statistics lag 5 s)."""
+    def copy_modes_by_port(self):
+        """vhost-copy-mode-get of every port: {port: [its lines]}, the
+        "available:" line left out."""
         text = self.appctl("netdev-dpdk/vhost-copy-mode-get")
         ports = {}
         cur = None
         for line in text.splitlines():
             m = re.match(r"(\S+): ", line)
-            if m:
-                cur = ports.setdefault(m.group(1), {})
-                continue
-            m = re.match(r"\s+txq (\d+): .*?(-?\d+) copies in flight", line)
-            if m and cur is not None:
-                cur[int(m.group(1))] = int(m.group(2))
+            if m and m.group(1) != "available":
+                cur = ports.setdefault(m.group(1), [])
+            elif m:
+                cur = None
+            elif cur is not None:
+                cur.append(line)
+        return ports
+
+    def txq_inflight(self):
+        """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
+        reads the counters at once (interface statistics lag 5 s)."""
+        ports = {}
+        for port, lines in self.copy_modes_by_port().items():
+            ports[port] = {}
+            for line in lines:
+                m = re.match(r"\s+txq (\d+): .*?(-?\d+) copies in flight",
+                             line)
+                if m:
+                    ports[port][int(m.group(1))] = int(m.group(2))
         return ports
 
     def abandoned(self):
         """{port: copies abandoned} from vhost-copy-mode-get."""
-        text = self.appctl("netdev-dpdk/vhost-copy-mode-get")
         out = {}
-        cur = None
-        for line in text.splitlines():
-            m = re.match(r"(\S+): ", line)
-            if m:
-                cur = m.group(1)
-                out[cur] = 0
-            m = re.match(r"\s+copies abandoned: (\d+)", line)
-            if m and cur:
-                out[cur] = int(m.group(1))
+        for port, lines in self.copy_modes_by_port().items():
+            out[port] = 0
+            for line in lines:
+                m = re.match(r"\s+copies abandoned: (\d+)", line)
+                if m:
+                    out[port] = int(m.group(1))
         return out
 
     def swcopy(self, cmd, *args, check=True):

@@ -35,10 +35,11 @@ import subprocess
 import time
 
 from ovs_async import traffic
+from ovs_async.modes import COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 
 ENGINE = "dma_swcopy0"
-MODES = ["cpu", "v3", "ring", "defer", "auto"]
+MODES = list(COPY_MODES)
 EVENTS = ["port-readd", "guest-kill", "guest-restart", "pmd-mask",
           "rxq-rebalance", "tx-flush", "mem-table", "none"]
 
