@@ -1057,18 +1057,19 @@ put_eth_ip_udp(uint8_t *p, const struct rte_ether_addr *dst_mac,
 
 /* Builds the header template of stream 's'.  The outer (or only) Ethernet
  * destination is the sink port's MAC, so that a switch can forward by MAC;
- * the source is the generating port's MAC.  Addresses:
- *   inner/plain IPv4 10.<src+1>.<queue>.1 -> 10.<dst+1>.0.2,
+ * the source is the generating port's MAC.  Addresses, all in the
+ * benchmarking range 198.18.0.0/15 (RFC 2544):
+ *   inner/plain IPv4 198.18.<src+1>.<queue+1> -> 198.18.<dst+1>.254,
  *   UDP source port 10000 + stream index -> 5001,
- *   VXLAN outer IPv4 192.168.0.<src+1> -> 192.168.0.<dst+1>,
+ *   VXLAN outer IPv4 198.19.0.<src+1> -> 198.19.0.<dst+1>,
  *   outer UDP source port 49152 + stream index % 16384 -> 4789. */
 static void
 stream_init_template(struct stream *s, unsigned int index)
 {
     const struct port *src = &opt.ports[s->src];
     const struct port *dst = &opt.ports[s->dst];
-    uint32_t ip_src = ipv4_addr(10, s->src + 1, s->queue, 1);
-    uint32_t ip_dst = ipv4_addr(10, s->dst + 1, 0, 2);
+    uint32_t ip_src = ipv4_addr(198, 18, s->src + 1, s->queue + 1);
+    uint32_t ip_dst = ipv4_addr(198, 18, s->dst + 1, 254);
 
     memset(s->tmpl, 0, sizeof s->tmpl);
     if (!opt.vxlan) {
@@ -1083,8 +1084,8 @@ stream_init_template(struct stream *s, unsigned int index)
         };
 
         put_eth_ip_udp(s->tmpl, &dst->mac, &src->mac,
-                       ipv4_addr(192, 168, 0, s->src + 1),
-                       ipv4_addr(192, 168, 0, s->dst + 1),
+                       ipv4_addr(198, 19, 0, s->src + 1),
+                       ipv4_addr(198, 19, 0, s->dst + 1),
                        49152 + index % 16384, VXLAN_DPORT);
         put_be32(s->tmpl + PLAIN_HDR_LEN, 0x08000000);  /* VNI valid. */
         put_be32(s->tmpl + PLAIN_HDR_LEN + 4, VXLAN_VNI << 8);

@@ -339,8 +339,8 @@ def auto_target(summary, config, keys):
 
 
 def report(rows, modes):
-    """Markdown tables: throughput relative to cpu laid out like the
-    seed's table (rows: traffic; columns: modes), Mpps, PMD cycles per
+    """Markdown tables: throughput relative to cpu laid out like
+    Intel's published comparison (rows: traffic; columns: modes), Mpps, PMD cycles per
     packet with batch sizes, and the runs that were not verified."""
     summary = summarize(rows)
     configs = []
