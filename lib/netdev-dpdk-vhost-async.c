@@ -38,7 +38,6 @@
 #include "openvswitch/list.h"
 #include "openvswitch/vlog.h"
 #include "ovs-atomic.h"
-#include "ovs-rcu.h"
 #include "ovs-thread.h"
 #include "smap.h"
 #include "timeval.h"
@@ -631,25 +630,27 @@ vhost_async_driver_flags(struct vhost_async *async, uint64_t flags)
     return RTE_VHOST_USER_ASYNC_COPY;
 }
 
-void
-vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
-                       uint64_t *driver_flags, struct ovs_mutex *mutex)
-    OVS_REQUIRES(mutex)
+/* Returns true if the client socket 'vhost_id' of the port, registered
+ * with 'driver_flags', must be unregistered now, so that the port's
+ * reconfiguration registers it again: to reset a device whose queues are
+ * wedged behind a failed DMA engine, or to add ASYNC_COPY for an async
+ * mode.  Says why in the log; the guest sees its link go down and up. */
+bool
+vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
+                            uint64_t driver_flags)
 {
     const char *why = NULL;
     bool reset;
-    char *id;
-    int err;
 
     reset = atomic_exchange(&async->reset_requested, false);
-    if (!vhost_id || !(*driver_flags & RTE_VHOST_USER_CLIENT)) {
-        return;
+    if (!vhost_id || !(driver_flags & RTE_VHOST_USER_CLIENT)) {
+        return false;
     }
     if (reset) {
         why = "to reset the device, whose copies on a DMA engine out of "
               "service can never complete";
         stat_add(&async->stats.resets, 1);
-    } else if (!(*driver_flags & RTE_VHOST_USER_ASYNC_COPY)
+    } else if (!(driver_flags & RTE_VHOST_USER_ASYNC_COPY)
                && !async_refused()) {
         bool wants;
 
@@ -660,31 +661,12 @@ vhost_async_reregister(struct vhost_async *async, const char *vhost_id,
             why = "to enable async copies";
         }
     }
-    if (!why) {
-        return;
+    if (why) {
+        VLOG_INFO("%s: registering vhost-user socket %s again %s; the guest "
+                  "sees its link go down and up again", async->name,
+                  vhost_id, why);
     }
-
-    /* rte_vhost_driver_unregister() calls destroy_device(), which takes the
-     * port's mutex: release it meanwhile.  It may also wait for the
-     * vhost-events thread, which may be in destroy_device() waiting for
-     * this thread in ovsrcu_synchronize(): be quiescent meanwhile.  The
-     * caller registers the socket again. */
-    VLOG_INFO("%s: registering vhost-user socket %s again %s; the guest "
-              "sees its link go down and up again", async->name, vhost_id,
-              why);
-    id = xstrdup(vhost_id);
-    ovs_mutex_unlock(mutex);
-    ovsrcu_quiesce_start();
-    err = rte_vhost_driver_unregister(id);
-    ovsrcu_quiesce_end();
-    ovs_mutex_lock(mutex);
-    if (err) {
-        VLOG_ERR("%s: could not unregister vhost-user socket %s %s",
-                 async->name, id, why);
-    } else {
-        *driver_flags &= ~(RTE_VHOST_USER_CLIENT | RTE_VHOST_USER_ASYNC_COPY);
-    }
-    free(id);
+    return why != NULL;
 }
 
 /* ---- Completions -------------------------------------------------------- */

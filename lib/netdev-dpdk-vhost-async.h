@@ -22,8 +22,6 @@
 
 #include <rte_spinlock.h>
 
-#include "openvswitch/thread.h"
-
 struct netdev;
 struct netdev_custom_stats;
 struct rte_mbuf;
@@ -61,13 +59,13 @@ bool vhost_async_set_config(struct vhost_async *, const struct smap *args);
 
 /* Driver registration.  vhost_async_driver_flags() returns the extra
  * rte_vhost_driver_register() flags for 'flags' (ASYNC_COPY when the port
- * may use async copies).  vhost_async_reregister() unregisters a port
- * whose registration lacks ASYNC_COPY but now needs it, so that the caller
- * registers it again; it releases 'mutex' around the unregistration. */
+ * may use async copies).  vhost_async_must_reregister() says whether the
+ * port's registered client socket must be unregistered, so that the
+ * caller registers it again (a mode that needs ASYNC_COPY, a device to
+ * reset). */
 uint64_t vhost_async_driver_flags(struct vhost_async *, uint64_t flags);
-void vhost_async_reregister(struct vhost_async *, const char *vhost_id,
-                            uint64_t *driver_flags, struct ovs_mutex *mutex)
-    OVS_REQUIRES(mutex);
+bool vhost_async_must_reregister(struct vhost_async *, const char *vhost_id,
+                                 uint64_t driver_flags);
 
 /* Applies the requested copy mode while no PMD uses the port (from the
  * port's reconfigure): drains or clears what is in flight first. */
