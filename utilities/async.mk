@@ -8,7 +8,10 @@
 # --with-dpdk already put into CFLAGS and LIBS.
 if DPDK_NETDEV
 bin_PROGRAMS += utilities/ovs-vhost-guest
-utilities_ovs_vhost_guest_SOURCES = utilities/ovs-vhost-guest.c
+utilities_ovs_vhost_guest_SOURCES = \
+	utilities/ovs-vhost-guest.c \
+	utilities/ovs-vhost-frame.c \
+	utilities/ovs-vhost-frame.h
 utilities_ovs_vhost_guest_LDADD = -lm
 man_MANS += utilities/ovs-vhost-guest.8
 EXTRA_DIST += utilities/ovs-vhost-guest.8.in
@@ -25,6 +28,14 @@ utilities_ovs_dma_bench_LDADD = lib/libopenvswitch.la
 noinst_PROGRAMS += tests/test-dma-swcopy
 tests_test_dma_swcopy_SOURCES = tests/test-dma-swcopy.c
 tests_test_dma_swcopy_LDADD = lib/libopenvswitch.la
+
+# The guest's frame format and verifier, without EAL (run by
+# tests/test_vhost_frame.py).
+noinst_PROGRAMS += tests/test-vhost-frame
+tests_test_vhost_frame_SOURCES = \
+	tests/test-vhost-frame.c \
+	utilities/ovs-vhost-frame.c \
+	utilities/ovs-vhost-frame.h
 
 # The vring_state_changed filter, fed vhost's calls (run by
 # tests/test_lifecycle.py).

@@ -89,6 +89,8 @@
 #include <rte_prefetch.h>
 #include <rte_vect.h>
 
+#include "ovs-vhost-frame.h"
+
 #define PROGRAM "ovs-vhost-guest"
 
 #define EXIT_OK 0
@@ -100,35 +102,8 @@
 #define MAX_QUEUES 8
 #define MAX_SIZES 64
 #define MAX_BURST 512
-#define MIN_FRAME 64
-#define MAX_FRAME 9000
 #define SCRATCH_SIZE 9216       /* Largest frame the sink linearizes. */
 #define LOOP_RETRIES 64         /* tx attempts before a loop port drops. */
-#define PATTERN_WORDS 4096      /* Payload fill table, a power of 2. */
-
-/* Frame layout.  Offsets are from the start of the Ethernet header. */
-#define OFS_IP 14
-#define OFS_UDP 34
-#define OFS_IN_ETH 50           /* VXLAN only: inner Ethernet header. */
-#define OFS_IN_IP 64
-#define OFS_IN_UDP 84
-#define PLAIN_HDR_LEN 42        /* Eth + IPv4 + UDP. */
-#define VXLAN_HDR_LEN 92        /* Outer Eth/IPv4/UDP/VXLAN + inner. */
-
-/* Payload header. */
-#define PH_LEN 22
-#define PH_MAGIC 0x4f564731u
-#define PH_PROBE_MAGIC 0x4f564750u  /* "OVGP": warm-up probe. */
-#define PH_OFS_MAGIC 0
-#define PH_OFS_STREAM 4
-#define PH_OFS_SEQ 8
-#define PH_OFS_LEN 16
-#define PH_OFS_CRC 18
-
-#define HELLO_ETHERTYPE 0x88b5  /* Warm-up MAC announcements. */
-#define UDP_DPORT 5001          /* Destination port of generated UDP. */
-#define VXLAN_DPORT 4789
-#define VXLAN_VNI 100
 
 enum {
     ROLE_GEN = 1 << 0,
@@ -161,20 +136,6 @@ struct port_stats {
     uint64_t late_probes;       /* Warm-up probes that came late. */
 } __rte_cache_aligned;
 
-/* What one receiving port saw of one stream.  Owned by the receiving
- * port's lcore; read by the main lcore only after all lcores joined. */
-struct rx_state {
-    uint64_t *seen;             /* Bitmap of received sequence numbers. */
-    uint64_t n_words;           /* Size of 'seen' in 64-bit words. */
-    uint64_t top;               /* Highest sequence seen + 1, 0 if none. */
-    uint64_t rx;                /* Valid frames, duplicates included. */
-    uint64_t bytes;
-    uint64_t distinct;
-    uint64_t duplicates;
-    uint64_t reordered;
-    uint64_t corrupted;
-};
-
 /* One generated stream: (source port, queue, destination port). */
 struct stream {
     uint32_t wire_id;           /* Stream id as carried in frames. */
@@ -182,7 +143,7 @@ struct stream {
     uint8_t queue;
     uint8_t dst;
     uint16_t sport;             /* Inner UDP source port. */
-    uint8_t tmpl[VXLAN_HDR_LEN];    /* Headers; lengths and csums unset. */
+    uint8_t tmpl[FRAME_VXLAN_HDR_LEN];  /* Headers; lengths, csums unset. */
     uint64_t next_seq;          /* Published by the generator (release). */
     uint64_t tx_pkts;           /* Generator-owned. */
 };
@@ -224,7 +185,9 @@ struct port {
     bool configured;
     unsigned int lcore;
     struct gen_queue *gq[MAX_QUEUES];   /* "gen" ports only. */
-    struct rx_state *rx;        /* Per stream; NULL for loop ports. */
+    struct frame_rx *rx;        /* Per stream (owned by the port's lcore,
+                                 * read by the main lcore once all lcores
+                                 * joined); NULL for loop ports. */
     struct port_stats stats;
 };
 
@@ -283,8 +246,7 @@ static struct {
 static struct stream *streams;
 static unsigned int n_streams;
 static int stream_index[MAX_PORTS][MAX_QUEUES][MAX_PORTS];
-static unsigned int hdr_len;    /* PLAIN_HDR_LEN or VXLAN_HDR_LEN. */
-static uint64_t pattern[PATTERN_WORDS];
+static unsigned int hdr_len;    /* frame_hdr_len(opt.vxlan). */
 static struct rte_mempool *pool;
 static struct worker *workers[RTE_MAX_LCORE];
 static unsigned int n_workers;
@@ -301,53 +263,6 @@ static uint64_t wait_start_tsc; /* When waiting for clients began. */
 static uint64_t gen_start_tsc;
 static uint64_t gen_stop_tsc;
 static uint64_t drain_stop_tsc;
-
-/* Byte-order helpers that tolerate any alignment. */
-
-static inline void
-put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = v;
-}
-
-static inline void
-put_be32(uint8_t *p, uint32_t v)
-{
-    v = rte_cpu_to_be_32(v);
-    memcpy(p, &v, sizeof v);
-}
-
-static inline void
-put_be64(uint8_t *p, uint64_t v)
-{
-    v = rte_cpu_to_be_64(v);
-    memcpy(p, &v, sizeof v);
-}
-
-static inline uint16_t
-get_be16(const uint8_t *p)
-{
-    return (uint16_t) ((p[0] << 8) | p[1]);
-}
-
-static inline uint32_t
-get_be32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof v);
-    return rte_be_to_cpu_32(v);
-}
-
-static inline uint64_t
-get_be64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof v);
-    return rte_be_to_cpu_64(v);
-}
 
 /* Single-writer counters: only the owning lcore adds, anyone may read. */
 static inline void
@@ -472,8 +387,8 @@ usage(void)
            "The result is one JSON object on stdout.  Exit status: 0 ok,\n"
            "1 corrupted/duplicated/misdelivered frames (or too many lost,\n"
            "or nothing sent), 2 usage error, 3 runtime failure.\n",
-           PROGRAM, PROGRAM, MAX_QUEUES, MIN_FRAME, MAX_FRAME,
-           VXLAN_HDR_LEN + PH_LEN, VXLAN_VNI, MAX_BURST, PROGRAM);
+           PROGRAM, PROGRAM, MAX_QUEUES, FRAME_MIN, FRAME_MAX,
+           frame_min_len(true), FRAME_VXLAN_VNI, MAX_BURST, PROGRAM);
 }
 
 /* Parses 's', the value of option 'name', as an integer in [min, max]. */
@@ -741,7 +656,7 @@ parse_options(int argc, char *argv[])
             break;
         case OPT_SIZE:
             set_size_option("--size");
-            opt.sizes[0] = parse_uint("--size", optarg, MIN_FRAME, MAX_FRAME);
+            opt.sizes[0] = parse_uint("--size", optarg, FRAME_MIN, FRAME_MAX);
             opt.n_sizes = 1;
             break;
         case OPT_SIZES:
@@ -749,7 +664,7 @@ parse_options(int argc, char *argv[])
             const char *name = c == OPT_SIZES ? "--sizes" : "--size-steps";
 
             set_size_option(name);
-            n = parse_list(name, optarg, MIN_FRAME, MAX_FRAME, values,
+            n = parse_list(name, optarg, FRAME_MIN, FRAME_MAX, values,
                            MAX_SIZES);
             for (unsigned int i = 0; i < n; i++) {
                 opt.sizes[i] = values[i];
@@ -862,11 +777,11 @@ parse_options(int argc, char *argv[])
         usage_error("no --port given");
     }
     if (!opt.n_sizes) {
-        opt.sizes[0] = MIN_FRAME;
+        opt.sizes[0] = FRAME_MIN;
         opt.n_sizes = 1;
     }
-    hdr_len = opt.vxlan ? VXLAN_HDR_LEN : PLAIN_HDR_LEN;
-    min_size = RTE_MAX(hdr_len + PH_LEN, (unsigned int) MIN_FRAME);
+    hdr_len = frame_hdr_len(opt.vxlan);
+    min_size = frame_min_len(opt.vxlan);
     for (unsigned int i = 0; i < opt.n_sizes; i++) {
         if (opt.sizes[i] < min_size) {
             usage_error("%s: %u-byte frames are too small%s (minimum %u)",
@@ -926,201 +841,7 @@ parse_options(int argc, char *argv[])
     }
 }
 
-/* Frame construction. */
-
-/* Mixes 'x' into a well-spread 64-bit value (a bijection). */
-static inline uint64_t
-mix64(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= UINT64_C(0x7fb5d329728ea185);
-    x ^= x >> 27;
-    x *= UINT64_C(0x81dadef4bc2dd44d);
-    x ^= x >> 33;
-    return x;
-}
-
-/* Fills the payload fill table from a fixed xorshift64 sequence, so that
- * it is the same in every run. */
-static void
-pattern_init(void)
-{
-    uint64_t x = UINT64_C(0x9e3779b97f4a7c15);
-
-    for (unsigned int i = 0; i < PATTERN_WORDS; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        pattern[i] = x;
-    }
-}
-
-/* Fills 'n' bytes at 'p' with bytes derived from 'key', a hash of
- * (stream, sequence): word i is pattern[(start + i) % size] ^ key, where
- * 'start' also comes from 'key'.  This costs far less than running a
- * generator per byte, yet every frame gets different contents. */
-static inline void
-fill_payload(uint8_t *p, unsigned int n, uint64_t key)
-{
-    unsigned int start = key >> 52;
-    unsigned int i, w;
-
-    for (i = 0, w = start; i + 8 <= n; i += 8, w++) {
-        uint64_t word = pattern[w & (PATTERN_WORDS - 1)] ^ key;
-
-        memcpy(p + i, &word, 8);
-    }
-    if (i < n) {
-        uint64_t word = pattern[w & (PATTERN_WORDS - 1)] ^ key;
-
-        memcpy(p + i, &word, n - i);
-    }
-}
-
-/* Returns the IPv4 header checksum of the 20-byte header at 'ip', whose
- * checksum field must be zero. */
-static inline uint16_t
-ipv4_csum(const uint8_t *ip)
-{
-    uint32_t sum = 0;
-
-    for (unsigned int i = 0; i < 20; i += 2) {
-        sum += get_be16(ip + i);
-    }
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return ~sum & 0xffff;
-}
-
-/* Picks the fastest CRC-32 implementation of rte_net_crc.  Its AVX512
- * (VPCLMULQDQ) variant is about twice as fast as the SSE4.2 (PCLMULQDQ)
- * one, but DPDK only selects it while the "max SIMD bitwidth" is 512,
- * which by default it is not.  Raising that limit for good would also
- * switch other DPDK code paths, so raise it only while the CRC handler is
- * chosen, and only if the user did not set it with
- * --force-max-simd-bitwidth (then the call below fails harmlessly). */
-static void
-crc_init(void)
-{
-    uint16_t old = rte_vect_get_max_simd_bitwidth();
-
-    if (old < RTE_VECT_SIMD_512
-        && rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0
-        && rte_cpu_get_flag_enabled(RTE_CPUFLAG_VPCLMULQDQ) > 0
-        && !rte_vect_set_max_simd_bitwidth(RTE_VECT_SIMD_512)) {
-        rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
-        rte_vect_set_max_simd_bitwidth(old);
-    } else {
-        rte_net_crc_set_alg(old >= RTE_VECT_SIMD_512 ? RTE_NET_CRC_AVX512
-                            : RTE_NET_CRC_SSE42);
-    }
-}
-
-static inline uint32_t
-frame_crc(const uint8_t *frame, uint32_t len)
-{
-    return rte_net_crc_calc(frame, len, RTE_NET_CRC32_ETH);
-}
-
-static uint32_t
-ipv4_addr(unsigned int a, unsigned int b, unsigned int c, unsigned int d)
-{
-    return ((uint32_t) a << 24) | ((uint32_t) b << 16) | (c << 8) | d;
-}
-
-/* Writes Ethernet + IPv4 + UDP headers at 'p' with zero lengths and
- * checksums; frame_build() fills those in per frame. */
-static void
-put_eth_ip_udp(uint8_t *p, const struct rte_ether_addr *dst_mac,
-               const struct rte_ether_addr *src_mac, uint32_t src_ip,
-               uint32_t dst_ip, uint16_t sport, uint16_t dport)
-{
-    memcpy(p, dst_mac, RTE_ETHER_ADDR_LEN);
-    memcpy(p + 6, src_mac, RTE_ETHER_ADDR_LEN);
-    put_be16(p + 12, RTE_ETHER_TYPE_IPV4);
-
-    p += 14;
-    memset(p, 0, 20);
-    p[0] = 0x45;                /* Version 4, 5 words. */
-    put_be16(p + 6, 0x4000);    /* Don't fragment. */
-    p[8] = 64;                  /* TTL. */
-    p[9] = IPPROTO_UDP;
-    put_be32(p + 12, src_ip);
-    put_be32(p + 16, dst_ip);
-
-    p += 20;
-    put_be16(p, sport);
-    put_be16(p + 2, dport);
-    put_be16(p + 4, 0);         /* Length, set per frame. */
-    put_be16(p + 6, 0);         /* No UDP checksum. */
-}
-
-/* Builds the header template of stream 's'.  The outer (or only) Ethernet
- * destination is the sink port's MAC, so that a switch can forward by MAC;
- * the source is the generating port's MAC.  Addresses, all in the
- * benchmarking range 198.18.0.0/15 (RFC 2544):
- *   inner/plain IPv4 198.18.<src+1>.<queue+1> -> 198.18.<dst+1>.254,
- *   UDP source port 10000 + stream index -> 5001,
- *   VXLAN outer IPv4 198.19.0.<src+1> -> 198.19.0.<dst+1>,
- *   outer UDP source port 49152 + stream index % 16384 -> 4789. */
-static void
-stream_init_template(struct stream *s, unsigned int index)
-{
-    const struct port *src = &opt.ports[s->src];
-    const struct port *dst = &opt.ports[s->dst];
-    uint32_t ip_src = ipv4_addr(198, 18, s->src + 1, s->queue + 1);
-    uint32_t ip_dst = ipv4_addr(198, 18, s->dst + 1, 254);
-
-    memset(s->tmpl, 0, sizeof s->tmpl);
-    if (!opt.vxlan) {
-        put_eth_ip_udp(s->tmpl, &dst->mac, &src->mac, ip_src, ip_dst,
-                       s->sport, UDP_DPORT);
-    } else {
-        struct rte_ether_addr in_src = {
-            .addr_bytes = { 0x02, 0x01, 0, 0, s->queue, s->src + 1 }
-        };
-        struct rte_ether_addr in_dst = {
-            .addr_bytes = { 0x02, 0x01, 0, 0, 0, s->dst + 1 }
-        };
-
-        put_eth_ip_udp(s->tmpl, &dst->mac, &src->mac,
-                       ipv4_addr(198, 19, 0, s->src + 1),
-                       ipv4_addr(198, 19, 0, s->dst + 1),
-                       49152 + index % 16384, VXLAN_DPORT);
-        put_be32(s->tmpl + PLAIN_HDR_LEN, 0x08000000);  /* VNI valid. */
-        put_be32(s->tmpl + PLAIN_HDR_LEN + 4, VXLAN_VNI << 8);
-        put_eth_ip_udp(s->tmpl + OFS_IN_ETH, &in_dst, &in_src, ip_src,
-                       ip_dst, s->sport, UDP_DPORT);
-    }
-}
-
-/* Writes the complete frame of stream 's' with sequence 'seq' and length
- * 'len' into the linear buffer 'buf'. */
-static void
-frame_build(uint8_t *buf, const struct stream *s, uint64_t seq,
-            unsigned int len)
-{
-    uint8_t *ph = buf + hdr_len;
-
-    memcpy(buf, s->tmpl, hdr_len);
-    put_be16(buf + OFS_IP + 2, len - OFS_IP);
-    put_be16(buf + OFS_IP + 10, ipv4_csum(buf + OFS_IP));
-    put_be16(buf + OFS_UDP + 4, len - OFS_UDP);
-    if (opt.vxlan) {
-        put_be16(buf + OFS_IN_IP + 2, len - OFS_IN_IP);
-        put_be16(buf + OFS_IN_IP + 10, ipv4_csum(buf + OFS_IN_IP));
-        put_be16(buf + OFS_IN_UDP + 4, len - OFS_IN_UDP);
-    }
-
-    put_be32(ph + PH_OFS_MAGIC, PH_MAGIC);
-    put_be32(ph + PH_OFS_STREAM, s->wire_id);
-    put_be64(ph + PH_OFS_SEQ, seq);
-    put_be16(ph + PH_OFS_LEN, len);
-    put_be32(ph + PH_OFS_CRC, 0);
-    fill_payload(ph + PH_LEN, len - hdr_len - PH_LEN,
-                 mix64(((uint64_t) s->wire_id << 40) ^ seq));
-    put_be32(ph + PH_OFS_CRC, frame_crc(buf, len));
-}
+/* Frame construction (the format is ovs-vhost-frame.h). */
 
 /* Copies the 'len'-byte frame at 'buf' into the empty mbuf 'm', chaining
  * more segments as needed.  Returns false (and leaves 'm' for the caller
@@ -1181,7 +902,7 @@ gen_build(struct worker *w, struct gen_queue *g, struct rte_mbuf *m)
     uint8_t *buf;
 
     buf = linear ? rte_pktmbuf_mtod(m, uint8_t *) : w->scratch;
-    frame_build(buf, s, seq, len);
+    frame_build(buf, s->tmpl, opt.vxlan, s->wire_id, seq, len);
     if (opt.corrupt && si == 0 && seq == opt.corrupt_seq) {
         /* Self-test: damage the last byte, which is payload fill (or, in
          * a minimum-size frame, part of the CRC field). */
@@ -1313,52 +1034,18 @@ stream_lookup(uint32_t id)
             ? stream_index[src][queue][dst] : -1);
 }
 
-/* True if the (possibly truncated) frame at 'data' looks like one of ours
- * by its headers: IPv4, UDP, our destination port.  Used to tell damaged
- * frames of ours from frames that someone else sent. */
-static bool
-looks_like_ours(const uint8_t *data, unsigned int avail)
+/* frame_lookup_cb for frame_verify(). */
+static int
+lookup_stream(uint32_t wire_id, void *aux __rte_unused, unsigned int *dst,
+              uint64_t *next_seq)
 {
-    return (avail >= PLAIN_HDR_LEN
-            && get_be16(data + 12) == RTE_ETHER_TYPE_IPV4
-            && data[OFS_IP] == 0x45
-            && data[OFS_IP + 9] == IPPROTO_UDP
-            && get_be16(data + OFS_UDP + 2) == (opt.vxlan ? VXLAN_DPORT
-                                                : UDP_DPORT));
-}
+    int si = stream_lookup(wire_id);
 
-/* Marks 'seq' received in 'st'.  The bitmap grows by doubling. */
-static void
-rx_record(struct rx_state *st, uint64_t seq)
-{
-    uint64_t word = seq / 64;
-    uint64_t bit = UINT64_C(1) << (seq % 64);
-
-    if (word >= st->n_words) {
-        uint64_t grown = RTE_MAX(st->n_words * 2, word + 1);
-        uint64_t n = RTE_MAX(grown, (uint64_t) 1024);
-        uint64_t *seen = realloc(st->seen, n * sizeof *seen);
-
-        if (!seen) {
-            /* The frame still counts as received, but not as distinct. */
-            __atomic_store_n(&out_of_memory, true, __ATOMIC_RELAXED);
-            return;
-        }
-        memset(seen + st->n_words, 0, (n - st->n_words) * sizeof *seen);
-        st->seen = seen;
-        st->n_words = n;
+    if (si >= 0) {
+        *dst = streams[si].dst;
+        *next_seq = __atomic_load_n(&streams[si].next_seq, __ATOMIC_ACQUIRE);
     }
-    if (st->seen[word] & bit) {
-        st->duplicates++;
-        return;
-    }
-    st->seen[word] |= bit;
-    st->distinct++;
-    if (seq + 1 < st->top) {
-        st->reordered++;
-    } else {
-        st->top = seq + 1;
-    }
+    return si;
 }
 
 /* Verifies one frame received on port 'p' and updates the counters. */
@@ -1367,11 +1054,9 @@ rx_verify(struct worker *w, struct port *p, struct rte_mbuf *m)
 {
     uint32_t len = rte_pktmbuf_pkt_len(m);
     unsigned int avail;
-    uint8_t *data, *ph;
-    struct rx_state *st;
-    uint32_t crc;
+    uint8_t *data;
     uint64_t seq;
-    int si = -1;
+    int si;
 
     /* Get the frame as one linear buffer.  Chained (jumbo) frames are
      * copied into the scratch area; up to its size for overlong ones. */
@@ -1393,49 +1078,31 @@ rx_verify(struct worker *w, struct port *p, struct rte_mbuf *m)
         data = w->scratch;
     }
 
-    ph = data + hdr_len;
-    if ((avail >= hdr_len + PH_LEN
-         && get_be32(ph + PH_OFS_MAGIC) == PH_PROBE_MAGIC)
-        || (avail >= 14 && get_be16(data + 12) == HELLO_ETHERTYPE)) {
+    switch (frame_verify(data, avail, len, opt.vxlan, p->index,
+                         lookup_stream, NULL, &si, &seq)) {
+    case FRAME_PROBE:
         stat_add(&p->stats.late_probes, 1);
-        return;
-    }
-    if (avail < len || len < hdr_len + PH_LEN
-        || get_be32(ph + PH_OFS_MAGIC) != PH_MAGIC) {
-        if (looks_like_ours(data, avail)) {
-            goto corrupted;
-        }
+        break;
+    case FRAME_FOREIGN:
         stat_add(&p->stats.foreign, 1);
-        return;
-    }
-
-    si = stream_lookup(get_be32(ph + PH_OFS_STREAM));
-    seq = get_be64(ph + PH_OFS_SEQ);
-    crc = get_be32(ph + PH_OFS_CRC);
-
-    /* The frame is ours to scribble on: zero the CRC field in place. */
-    put_be32(ph + PH_OFS_CRC, 0);
-    if (get_be16(ph + PH_OFS_LEN) != len || frame_crc(data, len) != crc
-        || si < 0
-        || seq >= __atomic_load_n(&streams[si].next_seq, __ATOMIC_ACQUIRE)) {
-        goto corrupted;
-    }
-
-    st = &p->rx[si];
-    st->rx++;
-    st->bytes += len;
-    if (streams[si].dst != p->index) {
+        break;
+    case FRAME_CORRUPTED:
+        stat_add(&p->stats.corrupted, 1);
+        if (si >= 0) {
+            p->rx[si].corrupted++;
+        } else {
+            stat_add(&p->stats.corrupted_unknown, 1);
+        }
+        break;
+    case FRAME_MISDELIVERED:
         stat_add(&p->stats.misdelivered, 1);
-    }
-    rx_record(st, seq);
-    return;
-
-corrupted:
-    stat_add(&p->stats.corrupted, 1);
-    if (si >= 0) {
-        p->rx[si].corrupted++;
-    } else {
-        stat_add(&p->stats.corrupted_unknown, 1);
+        /* Fall through. */
+    case FRAME_OK:
+        if (!frame_rx_record(&p->rx[si], seq, len)) {
+            /* The frame still counts as received, but not as distinct. */
+            __atomic_store_n(&out_of_memory, true, __ATOMIC_RELAXED);
+        }
+        break;
     }
 }
 
@@ -1773,9 +1440,10 @@ setup_streams(void)
                 s->src = i;
                 s->queue = q;
                 s->dst = dsts[d];
-                s->wire_id = (i << 16) | (q << 8) | s->dst;
+                s->wire_id = frame_stream_id(i, q, s->dst);
                 s->sport = 10000 + n_streams;
-                stream_init_template(s, n_streams);
+                frame_template(s->tmpl, opt.vxlan, &opt.ports[s->dst].mac,
+                               &p->mac, i, q, s->dst, n_streams);
                 stream_index[i][q][s->dst] = n_streams;
                 g->streams[d] = n_streams++;
             }
@@ -1948,16 +1616,16 @@ warmup_send(const struct port *p, int si, unsigned int len)
     if (!m) {
         return;
     }
-    len = si < 0 ? MIN_FRAME : RTE_MIN(len, rte_pktmbuf_tailroom(m));
+    len = si < 0 ? FRAME_MIN : RTE_MIN(len, rte_pktmbuf_tailroom(m));
     buf = (uint8_t *) rte_pktmbuf_append(m, len);
     if (si < 0) {
         memset(buf, 0, len);
         memset(buf, 0xff, RTE_ETHER_ADDR_LEN);
         memcpy(buf + 6, &p->mac, RTE_ETHER_ADDR_LEN);
-        put_be16(buf + 12, HELLO_ETHERTYPE);
+        frame_put_be16(buf + 12, FRAME_HELLO_ETHERTYPE);
     } else {
-        frame_build(buf, &streams[si], 0, len);
-        put_be32(buf + hdr_len + PH_OFS_MAGIC, PH_PROBE_MAGIC);
+        frame_build_probe(buf, streams[si].tmpl, opt.vxlan,
+                          streams[si].wire_id, len);
         queue = streams[si].queue;
     }
     if (!rte_eth_tx_burst(p->port_id, queue, &m, 1)) {
@@ -1983,15 +1651,18 @@ warmup_receive(const struct port *p, uint16_t q, bool *done,
         }
     }
     for (unsigned int j = sent; j < n; j++) {
-        uint8_t copy[VXLAN_HDR_LEN + PH_LEN];
-        const uint8_t *h = rte_pktmbuf_read(pkts[j], 0, hdr_len + PH_LEN,
+        uint8_t copy[FRAME_VXLAN_HDR_LEN + FRAME_PH_LEN];
+        const uint8_t *h = rte_pktmbuf_read(pkts[j], 0,
+                                            hdr_len + FRAME_PH_LEN,
                                             copy);
         int si;
 
-        if (!h || get_be32(h + hdr_len + PH_OFS_MAGIC) != PH_PROBE_MAGIC) {
+        if (!h || frame_get_be32(h + hdr_len + FRAME_PH_OFS_MAGIC)
+                  != FRAME_PH_PROBE_MAGIC) {
             continue;
         }
-        si = stream_lookup(get_be32(h + hdr_len + PH_OFS_STREAM));
+        si = stream_lookup(frame_get_be32(h + hdr_len
+                                          + FRAME_PH_OFS_STREAM));
         if (si < 0) {
             continue;
         } else if (streams[si].dst != p->index) {
@@ -2023,7 +1694,7 @@ warmup(void)
 {
     uint64_t start = rte_rdtsc(), next_send = start, last_stray = start;
     uint64_t deadline = start + opt.warmup * tsc_hz;
-    unsigned int n_done = 0, len = MAX_FRAME;
+    unsigned int n_done = 0, len = FRAME_MAX;
     bool *done;
 
     if (opt.warmup <= 0) {
@@ -2277,11 +1948,11 @@ static void
 stream_result_get(unsigned int si, struct stream_result *sr)
 {
     const struct stream *s = &streams[si];
-    const struct rx_state *own = &opt.ports[s->dst].rx[si];
+    const struct frame_rx *own = &opt.ports[s->dst].rx[si];
 
     memset(sr, 0, sizeof *sr);
     for (unsigned int i = 0; i < opt.n_ports; i++) {
-        const struct rx_state *st = opt.ports[i].rx;
+        const struct frame_rx *st = opt.ports[i].rx;
 
         if (st) {
             sr->corrupted += st[si].corrupted;
@@ -2518,7 +2189,7 @@ cleanup(void)
             }
         }
         for (unsigned int si = 0; p->rx && si < n_streams; si++) {
-            free(p->rx[si].seen);
+            frame_rx_destroy(&p->rx[si]);
         }
         free(p->rx);
         free(p->devargs);
@@ -2626,14 +2297,12 @@ main(int argc, char *argv[])
         goto out;
     }
 
-    crc_init();
-    if (frame_crc((const uint8_t *) "123456789", 9) != 0xcbf43926) {
+    if (!frame_init(true)) {
         fprintf(stderr, "%s: rte_net_crc self-test failed\n", PROGRAM);
         status = EXIT_RUNTIME;
         goto out;
     }
 
-    pattern_init();
     setup_streams();
     if (!setup_pool()) {
         status = EXIT_RUNTIME;
