@@ -20,11 +20,10 @@ functional (no speed thresholds), so that they hold on an oversubscribed
 2-core machine."""
 
 import re
-import time
 
 from ovs_async import traffic
+from ovs_async.wait import wait_until
 
-from test_foundation import assert_verified
 
 
 def auto_queues(sb, port):
@@ -52,10 +51,8 @@ def log_text(sb):
 
 
 def wait_log(sb, text, timeout=10):
-    deadline = time.time() + timeout
-    while text not in log_text(sb):
-        assert time.time() < deadline, "%r not logged" % text
-        time.sleep(0.1)
+    wait_until(lambda: text in log_text(sb), timeout, "%r not logged" % text,
+               interval=0.1)
 
 
 def test_auto_pinned_threshold_switches_both_ways(sandbox_factory):
@@ -68,7 +65,7 @@ def test_auto_pinned_threshold_switches_both_ways(sandbox_factory):
     sb.appctl("dpif-netdev/pmd-stats-clear")
     run = traffic.loop_run(sb, size=None, duration=6,
                            extra=["--size-steps", "64,1518,64"])
-    assert_verified(run)
+    traffic.check(run)
     assert run["guest"]["reordered"] == 0, run["guest"]
     for port in ("v0", "v1"):
         q = auto_queues(sb, port)[0]
@@ -88,7 +85,7 @@ def test_auto_learns_unpinned(sandbox_factory):
     sb.set_copy_mode("auto")
     for size in (64, 1518):
         run = traffic.loop_run(sb, size=size, duration=3)
-        assert_verified(run)
+        traffic.check(run)
         assert run["guest"]["reordered"] == 0, run["guest"]
         for port in ("v0", "v1"):
             q = auto_queues(sb, port)[0]
@@ -121,7 +118,7 @@ def test_auto_bad_threshold_changes_nothing(sandbox_factory):
                  "other_config:vhost-copy-auto-threshold=%s" % bad)
         wait_log(sb, 'vhost-copy-auto-threshold "%s" is not a frame size'
                  % bad)
-    assert_verified(traffic.loop_run(sb, size=64, duration=1))
+    traffic.check(traffic.loop_run(sb, size=64, duration=1))
     q = auto_queues(sb, "v0")[0]
     assert "pinned threshold 1024 B" in q["text"], q["text"]
     assert q["path"] == "cpu" and q["to_dma"] == 0, q["text"]
@@ -129,8 +126,7 @@ def test_auto_bad_threshold_changes_nothing(sandbox_factory):
     sb.vsctl("remove", "Open_vSwitch", ".", "other_config",
              "vhost-copy-auto-threshold")
     wait_log(sb, "learning the copy path from measured costs")
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "v0", "automatic",
-                  check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "v0", "automatic")
     assert r.returncode != 0 and "cpu, v3, ring, defer, auto" in r.stderr
 
 
@@ -147,7 +143,7 @@ def test_adaptive_rechecks(sandbox_factory):
                  "other_config:pmd-defer-recheck-max-us=%s" % bound)
         wait_log(sb, "Deferred work re-checks at most %s us apart" % bound)
         run = traffic.loop_run(sb, size=512, duration=2)
-        assert_verified(run)
+        traffic.check(run)
         c = sb.pmd_counters()
         assert c["DMA copies submitted"] > 0, c
         assert c["DMA copies completed"] == c["DMA copies submitted"], c
@@ -187,7 +183,7 @@ def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
                 sb.clear_pmd_stats()
                 run = traffic.loop_run(sb, size=512, duration=2,
                                        extra=["--rate", 2000])
-                assert_verified(run)
+                traffic.check(run)
                 assert run["guest"]["lost"] == 0, run["guest"]
                 c = sb.pmd_counters()
                 assert c["DMA copies submitted"] > 1000, c
@@ -225,7 +221,7 @@ def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):
     g = traffic.start_held(sb, [("v0", "gen+sink", 2), ("v1", "loop", 1)],
                            ["--size", 256, "--duration", 2])
     run = traffic.finish(sb, g, ("v0", "v1"), timeout=90)
-    assert_verified(run)
+    traffic.check(run)
     counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] > 0, counters
     assert counters["DMA CPU fallbacks"] > 0, counters

@@ -25,8 +25,8 @@ import pytest
 from ovs_async import traffic
 from ovs_async.modes import ASYNC_MODES, COPY_MODES
 from ovs_async.sandbox import Sandbox
+from ovs_async.wait import wait_until
 
-from test_foundation import assert_verified
 
 MODES = list(COPY_MODES)
 
@@ -47,7 +47,7 @@ def test_mode_verified(dma_sandbox, mode, size, queues):
     sb.set_copy_mode(mode)
     sb.appctl("dpif-netdev/pmd-stats-clear")
     run = traffic.loop_run(sb, size=size, duration=1.5, queues=queues)
-    assert_verified(run)
+    traffic.check(run)
     counters = sb.pmd_counters()
     if mode == "cpu":
         assert counters.get("DMA copies submitted", 0) == 0, counters
@@ -67,7 +67,7 @@ def test_mempools_back_to_baseline(dma_sandbox):
     baseline = sb.mempool_in_use()
     for mode in ASYNC_MODES:
         sb.set_copy_mode(mode)
-        assert_verified(traffic.loop_run(sb, size=1518, duration=1))
+        traffic.check(traffic.loop_run(sb, size=1518, duration=1))
     sb.set_copy_mode("cpu")
     assert sb.wait_mempools_back(baseline) == {}
 
@@ -75,7 +75,7 @@ def test_mempools_back_to_baseline(dma_sandbox):
 def test_dmadev_show_and_stats(dma_sandbox):
     sb = dma_sandbox
     sb.set_copy_mode("defer")
-    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     show = sb.appctl("netdev-dpdk/dmadev-show")
     assert "dmadev dma_skeleton0" in show
     assert "owner: pmd core 1" in show
@@ -94,7 +94,7 @@ def test_no_dmadev_falls_back_to_cpu(sandbox_factory):
     for mode in ASYNC_MODES:
         sb.set_copy_mode(mode)
         sb.appctl("dpif-netdev/pmd-stats-clear")
-        assert_verified(traffic.loop_run(sb, size=256, duration=1))
+        traffic.check(traffic.loop_run(sb, size=256, duration=1))
         counters = sb.pmd_counters()
         assert counters["DMA copies submitted"] == 0, counters
         assert counters["DMA CPU fallbacks"] > 0, counters
@@ -113,7 +113,7 @@ def test_two_pmds_one_txq(sandbox_factory):
                                     ("v1", "loop", 1)],
                                ["--size", 256, "--duration", 2])
         run = traffic.finish(sb, g, ("v0", "v1"), timeout=90)
-        assert_verified(run)
+        traffic.check(run)
         # Both PMDs sent into v1's single txq.
         rxq = [p for p in run["guest"]["ports"] if p["role"] == "gen+sink"]
         assert all(n > 0 for n in rxq[0]["tx_queues"]), rxq
@@ -156,7 +156,7 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     time.sleep(2)
     g.stop()
     assert sb.vswitchd_alive()
-    assert_verified(traffic.loop_run(sb, size=1518, duration=1))
+    traffic.check(traffic.loop_run(sb, size=1518, duration=1))
 
     # Port delete + re-add, an MTU change and a PMD mask change, under
     # traffic.
@@ -180,7 +180,7 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     res = g.wait(timeout=90)
     assert res["corrupted"] == 0 and res["duplicates"] == 0, res
     assert sb.vswitchd_alive()
-    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     sb.set_copy_mode("cpu")
     assert sb.wait_mempools_back(baseline) == {}
 
@@ -188,16 +188,13 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
 def test_bad_input_changes_nothing(dma_sandbox):
     sb = dma_sandbox
     sb.set_copy_mode("defer")
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "v0", "warp",
-                  check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "v0", "warp")
     assert r.returncode != 0 and "unknown vhost copy mode" in r.stderr
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "nosuch", "cpu",
-                  check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "nosuch", "cpu")
     assert r.returncode != 0 and "not a vhost-user port" in r.stderr
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "br0", "cpu",
-                  check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "br0", "cpu")
     assert r.returncode != 0 and "not a vhost-user port" in r.stderr
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-get", "nosuch", check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-get", "nosuch")
     assert r.returncode != 0
     assert sb.copy_mode("v0") == "defer" and sb.copy_mode("v1") == "defer"
 
@@ -209,10 +206,8 @@ def test_bad_input_changes_nothing(dma_sandbox):
         assert 'invalid options:vhost-copy-mode "warp"' in f.read()
     # A valid value in the database wins over the appctl override.
     sb.vsctl("set", "Interface", "v0", "options:vhost-copy-mode=ring")
-    deadline = time.time() + 10
-    while sb.copy_mode("v0") != "ring" and time.time() < deadline:
-        time.sleep(0.1)
-    assert sb.copy_mode("v0") == "ring"
+    wait_until(lambda: sb.copy_mode("v0") == "ring", 10, "v0 not in ring",
+               interval=0.1)
     sb.vsctl("remove", "Interface", "v0", "options", "vhost-copy-mode")
     sb.set_copy_mode("cpu")
 
@@ -227,8 +222,7 @@ def test_modes_listed_from_the_table(sandbox):
     usage = sandbox.appctl("list-commands")
     assert "netdev-dpdk/vhost-copy-mode-set [interface] %s" % "|".join(
         COPY_MODES) in usage, usage
-    r = sandbox.appctl("netdev-dpdk/vhost-copy-mode-set", "warp",
-                       check=False)
+    r = sandbox.appctl_result("netdev-dpdk/vhost-copy-mode-set", "warp")
     assert "(expected one of: %s)" % ", ".join(COPY_MODES) in r.stderr
 
 
@@ -238,13 +232,11 @@ def test_default_from_other_config(sandbox_factory):
     assert sb.copy_mode("v0") == "defer"
     assert "other_config" in sb.appctl("netdev-dpdk/vhost-copy-mode-get",
                                        "v0")
-    assert_verified(traffic.loop_run(sb, size=64, duration=1))
+    traffic.check(traffic.loop_run(sb, size=64, duration=1))
     sb.vsctl("set", "Open_vSwitch", ".", "other_config:vhost-copy-mode=v3")
-    deadline = time.time() + 10
-    while sb.copy_mode("v0") != "v3" and time.time() < deadline:
-        time.sleep(0.1)
-    assert sb.copy_mode("v0") == "v3"
-    assert_verified(traffic.loop_run(sb, size=64, duration=1))
+    wait_until(lambda: sb.copy_mode("v0") == "v3", 10, "v0 not in v3",
+               interval=0.1)
+    traffic.check(traffic.loop_run(sb, size=64, duration=1))
     stats = sb.custom_stats("v0")
     assert "ovs_async_tx_completed" in stats
 
@@ -252,7 +244,7 @@ def test_default_from_other_config(sandbox_factory):
 def test_async_refused_with_iommu(sandbox_factory):
     sb = sandbox_factory(ports=2, dma=1,
                          other_config={"vhost-iommu-support": "true"})
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "defer", check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "defer")
     assert r.returncode != 0 and "IOMMU" in r.stderr
     assert sb.copy_mode("v0") == "cpu"
-    assert_verified(traffic.loop_run(sb, size=64, duration=1))
+    traffic.check(traffic.loop_run(sb, size=64, duration=1))

@@ -20,8 +20,8 @@ import re
 import time
 
 from ovs_async import traffic
+from ovs_async.wait import wait_until
 
-from test_foundation import assert_verified
 
 # Commands whose purpose is to stop or cripple the switch, or that would
 # pause it until told otherwise: not fuzzed.
@@ -60,7 +60,7 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
         argsets += [[p, v] for p in ("v2", "dma_swcopy0") for v in HOSTILE]
         argsets += [[v, v, v] for v in HOSTILE[:6]]
         for args in argsets:
-            sb.appctl(cmd, *args, check=False)
+            sb.appctl_result(cmd, *args)
             calls += 1
             assert sb.vswitchd_alive(), "%s %r killed ovs-vswitchd" % (
                 cmd, [a[:40] for a in args])
@@ -71,7 +71,7 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
             (["dma-swcopy/fail", "dma_swcopy0", "x" * 3000], "invalid"),
             (["dma-swcopy/delay", "dma_swcopy0", "1000001"], "invalid"),
             (["netdev-dpdk/get-mempool-info", "v2"], "no mempool")]:
-        r = sb.appctl(*args, check=False)
+        r = sb.appctl_result(*args)
         assert r.returncode != 0 and err in r.stderr, (args, r.stderr)
     assert calls > 1000
     # Nothing that the fuzz did stuck: engine running, modes as set.
@@ -80,7 +80,7 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
     assert state["delay"] == "0 us", state
     assert sb.copy_mode("v0") == "defer" and sb.copy_mode("v1") == "cpu"
     sb.del_port("v2")
-    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
 
 
 def test_bad_config_values_change_nothing(sandbox_factory):
@@ -116,7 +116,7 @@ def test_bad_config_values_change_nothing(sandbox_factory):
     after = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
     assert re.sub(r"\d+ copies", "", after) == re.sub(r"\d+ copies", "",
                                                         before)
-    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
 
 
 def test_server_mode_port_refuses_async_modes(sandbox_factory):
@@ -127,8 +127,7 @@ def test_server_mode_port_refuses_async_modes(sandbox_factory):
     sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
     sb.vsctl("add-port", "br0", "s0", "--", "set", "Interface", "s0",
              "type=dpdkvhostuser")
-    r = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "s0", "defer",
-                  check=False)
+    r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "s0", "defer")
     assert r.returncode != 0, r.stdout
     assert "s0 is a dpdkvhostuser (server-mode) port" in r.stderr, r.stderr
     assert "needs a dpdkvhostuserclient port" in r.stderr, r.stderr
@@ -138,16 +137,13 @@ def test_server_mode_port_refuses_async_modes(sandbox_factory):
     # the default of every port does not apply to it.
     sb.vsctl("set", "Interface", "s0", "options:vhost-copy-mode=ring")
     sb.vsctl("set", "Open_vSwitch", ".", "other_config:vhost-copy-mode=v3")
-    deadline = time.time() + 10
-    while True:
+    def logged():
         with open(sb.vswitchd_log) as f:
-            if ("s0: arguments provided to device that is not "
-                    "configurable" in f.read()):
-                break
-        assert time.time() < deadline
-        time.sleep(0.2)
+            return ("s0: arguments provided to device that is not "
+                    "configurable" in f.read())
+    wait_until(logged, 10, "s0's options not refused", interval=0.2)
     out = sb.appctl("netdev-dpdk/vhost-copy-mode-get", "s0")
     assert out.startswith("s0: cpu (from "), out
     assert "not applied" not in out, out
     assert sb.copy_mode("v0") == sb.copy_mode("v1") == "defer"
-    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))

@@ -35,8 +35,8 @@ import pytest
 from ovs_async import traffic
 from ovs_async.modes import ASYNC_MODES
 from ovs_async.sandbox import SandboxError
+from ovs_async.wait import wait_until
 
-from test_foundation import assert_verified
 
 ENGINE = "dma_swcopy0"
 MODES = list(ASYNC_MODES)
@@ -106,7 +106,7 @@ def lifecycle_sandbox(factory, mode, **kwargs):
 
 def baseline(sb):
     """A verified run, then the mempools' in-use counts at rest."""
-    assert_verified(traffic.loop_run(sb, size=512, duration=1))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     return sb.mempool_in_use()
 
 
@@ -127,13 +127,9 @@ def hold_copies(sb, n=HELD, timeout=15, engines=(ENGINE,)):
     how many are."""
     for engine in engines:
         sb.swcopy("hold", engine)
-    deadline = time.time() + timeout
-    while True:
-        total = inflight_total(sb)
-        if total >= n:
-            break
-        assert time.time() < deadline, "only %d copies in flight" % total
-        time.sleep(0.05)
+    total = wait_until(lambda: (lambda t: t if t >= n else 0)(
+                           inflight_total(sb)), timeout,
+                       lambda: "only %d copies in flight" % inflight_total(sb))
     for engine in engines:
         state = sb.swcopy_state(engine)
         assert state["held"].startswith("yes"), state
@@ -173,15 +169,14 @@ def check_recovered(sb, base, mode):
         assert sb.copy_mode(port) == mode, sb.appctl(
             "netdev-dpdk/vhost-copy-mode-get")
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
     counters = sb.pmd_counters()
     if mode != "cpu":
         assert counters["DMA copies submitted"] > 0, counters
         assert counters["DMA CPU fallbacks"] == 0, counters
-    deadline = time.time() + 10
-    while any(n for q in sb.txq_inflight().values() for n in q.values()):
-        assert time.time() < deadline, sb.txq_inflight()
-        time.sleep(0.1)
+    wait_until(lambda: not any(n for q in sb.txq_inflight().values()
+                               for n in q.values()), 10,
+               lambda: sb.txq_inflight(), interval=0.1)
     assert not any(sb.abandoned().values()), sb.abandoned()
     assert sb.wait_mempools_back(base) == {}
     with open(sb.vswitchd_log) as f:
@@ -238,11 +233,9 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
         def grow():
             before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
             g.proc.send_signal(signal.SIGUSR2)
-            deadline = time.time() + 10
-            while log_count(sb, "read message VHOST_USER_SET_MEM_TABLE") < (
-                    before + 2):
-                assert time.time() < deadline, "no SET_MEM_TABLE"
-                time.sleep(0.05)
+            wait_until(lambda: log_count(
+                sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
+                10, "no SET_MEM_TABLE")
         during_held_copies(sb, grow)
         assert g.log_has("memory grown by 64 MB"), g.log_tail()
     elif event == "mode-switch":
@@ -349,10 +342,8 @@ def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
         # The rebalance interval ends: the dry run, the new assignment and
         # the reload of both PMDs, all with the engines held.
         warp(sb, 60000)
-        deadline = time.time() + 10
-        while rxq_cores(sb)["v0"] == rxq_cores(sb)["v1"]:
-            assert time.time() < deadline, rxq_cores(sb)
-            time.sleep(0.05)
+        wait_until(lambda: rxq_cores(sb)["v0"] != rxq_cores(sb)["v1"], 10,
+                   lambda: rxq_cores(sb))
         assert log_count(sb, ALB_DRY_RUN) == 1
         still = inflight_total(sb)
         assert still > 0, "nothing in flight when the queue moved"
@@ -404,7 +395,7 @@ def test_shutdown_with_copies_held(sandbox_factory, mode, how):
         proc.send_signal(signal.SIGTERM)
     else:
         args = ["exit"] + (["--cleanup"] if how == "exit-cleanup" else [])
-        r = sb.appctl(*args, check=False)
+        r = sb.appctl_result(*args)
         assert r.returncode == 0, r.stderr
     # Exiting is bounded (the engine resumes after RELEASE_MS; a clear
     # gives up after 2 s).
@@ -431,7 +422,7 @@ def assert_verified_on_cpu(sb):
     of its PMD is out of service."""
     assert sb.vswitchd_alive()
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    assert_verified(traffic.loop_run(sb, size=512, duration=1.5))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
     counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] == 0, counters
     assert counters["DMA CPU fallbacks"] > 0, counters
@@ -492,11 +483,9 @@ def test_mode_switch_waits_for_stuck_engine(sandbox_factory, mode):
     assert log_count(sb, "keeping vhost copy mode %s" % mode) > 0
     probe.finish()
     sb.swcopy("release", ENGINE)
-    deadline = time.time() + 30
-    while not (sb.copy_mode("v0") == sb.copy_mode("v1") == "cpu"):
-        assert time.time() < deadline, sb.appctl(
-            "netdev-dpdk/vhost-copy-mode-get")
-        time.sleep(0.2)
+    wait_until(lambda: sb.copy_mode("v0") == sb.copy_mode("v1") == "cpu", 30,
+               lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+               interval=0.2)
     res = stop_guest(g)
     assert res["reordered"] == 0, res
     check_recovered(sb, base, "cpu")
@@ -510,10 +499,8 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
     verified traffic again on the CPU."""
     sb, _, g, probe, held = engine_stuck(sandbox_factory, mode)
     g.stop(sig=signal.SIGKILL)
-    deadline = time.time() + 20
-    while sum(sb.abandoned().values()) < held:
-        assert time.time() < deadline, (held, sb.abandoned())
-        time.sleep(0.2)
+    wait_until(lambda: sum(sb.abandoned().values()) >= held, 20,
+               lambda: (held, sb.abandoned()), interval=0.2)
     probe.finish()
     assert sum(sb.abandoned().values()) >= held, (held, sb.abandoned())
     assert log_count(sb, "DMA copies abandoned") == sum(
@@ -539,14 +526,13 @@ def test_engine_error(sandbox_factory, mode):
     sb.swcopy("fail", ENGINE, 1)
     # Every port with copies on the engine after the failed one is wedged
     # and must be reset: wait until none is left.
-    deadline = time.time() + 20
-    while True:
+    def all_reset():
         modes = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
         reset = [p for p in ("v0", "v1") if sb.abandoned().get(p)]
-        if reset and "on a DMA engine out of service" not in modes:
-            break
-        assert time.time() < deadline, (modes, sb.swcopy_state(ENGINE))
-        time.sleep(0.2)
+        return reset if "on a DMA engine out of service" not in modes else []
+    reset = wait_until(all_reset, 20, lambda: (
+        sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+        sb.swcopy_state(ENGINE)), interval=0.2)
     # The failure happened on purpose, and was seen.
     assert "copies failed: 1 (1 on purpose)" in sb.swcopy("show", ENGINE)
     assert log_count(sb, "dmadev %s taken out of service: a copy failed"

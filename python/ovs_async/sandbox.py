@@ -462,11 +462,22 @@ class Sandbox(object):
         return os.path.join(self.rundir, "ovs-vswitchd.%d.ctl"
                             % self.procs["ovs-vswitchd"].pid)
 
-    def appctl(self, *args, check=True):
-        r = self._run([self._bin("utilities/ovs-appctl"), "--timeout=30",
-                       "--target=" + self.ctl_path()] + list(args),
-                      check=check)
-        return r if not check else r.stdout
+    def appctl_result(self, *args):
+        """Runs 'ovs-appctl ARGS...' against the switch; returns the
+        completed process, whatever its exit status."""
+        return self._run([self._bin("utilities/ovs-appctl"), "--timeout=30",
+                          "--target=" + self.ctl_path()] + list(args),
+                         check=False)
+
+    def appctl(self, *args):
+        """Runs 'ovs-appctl ARGS...'; returns its output, or raises
+        SandboxError if it failed."""
+        r = self.appctl_result(*args)
+        if r.returncode:
+            raise SandboxError("ovs-appctl %s failed (%d): %s"
+                               % (" ".join(args), r.returncode,
+                                  (r.stderr or r.stdout).strip()))
+        return r.stdout
 
     def ofctl(self, *args):
         return self._run([self._bin("utilities/ovs-ofctl")] + list(args),
@@ -538,10 +549,9 @@ class Sandbox(object):
                     out[port] = int(m.group(1))
         return out
 
-    def swcopy(self, cmd, *args, check=True):
-        """Runs 'ovs-appctl dma-swcopy/CMD ARGS...'."""
-        return self.appctl("dma-swcopy/" + cmd, *[str(a) for a in args],
-                           check=check)
+    def swcopy(self, cmd, *args):
+        """Runs 'ovs-appctl dma-swcopy/CMD ARGS...'; returns its output."""
+        return self.appctl("dma-swcopy/" + cmd, *[str(a) for a in args])
 
     def swcopy_state(self, engine):
         """dma-swcopy/show ENGINE as a dict of its 'key: value' lines."""

@@ -142,7 +142,7 @@ class Soak(object):
 
     def answer_time(self):
         start = time.time()
-        r = self.sb.appctl("version", check=False)
+        r = self.sb.appctl_result("version")
         took = time.time() - start
         self.summary["worst_answer_s"] = max(self.summary["worst_answer_s"],
                                              took)
@@ -248,7 +248,7 @@ class Soak(object):
                     self.checkpoint_now()
         finally:
             try:
-                self.sb.swcopy("release", ENGINE, check=False)
+                self.sb.appctl_result("dma-swcopy/release", ENGINE)
             except (SandboxError, subprocess.SubprocessError, AttributeError):
                 pass
             self.summary["elapsed_s"] = round(time.time() - start)

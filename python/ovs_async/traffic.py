@@ -141,12 +141,18 @@ def summarize(res, pmds, dropped, returncode):
 
 
 def check(run):
-    """Raises SandboxError unless 'run' is verified."""
+    """Raises SandboxError unless 'run' (a loop_run() or finish() result)
+    is verified: no frame corrupted, duplicated or misdelivered, every
+    frame that did not come back dropped and counted by the switch or a
+    loop port, traffic received, and the guest exited 0.  Returns 'run'."""
     if run["verdict"] != "verified":
         g = run["guest"]
         raise SandboxError(
             "traffic not verified (%s): tx %d rx %d lost %d (switch "
-            "dropped %d, loop dropped %d) corrupted %d duplicates %d"
+            "dropped %d, loop dropped %d, not counted %d) corrupted %d "
+            "duplicates %d misdelivered %d, guest exit status %d"
             % (run["verdict"], g["tx_pkts"], g["rx_pkts"], g["lost"],
                run["switch_dropped"], g.get("loop_dropped", 0),
-               g["corrupted"], g["duplicates"]))
+               run["uncounted_loss"], g["corrupted"], g["duplicates"],
+               g.get("misdelivered", 0), run["returncode"]))
+    return run
