@@ -19,29 +19,16 @@ Every run is verified frame by frame by ovs-vhost-guest; these tests are
 functional (no speed thresholds), so that they hold on an oversubscribed
 2-core machine."""
 
-import re
 
-from ovs_async import traffic
+from ovs_async import parse, traffic
 from ovs_async.wait import wait_until
 
 
 
 def auto_queues(sb, port):
-    """Parses 'vhost-copy-mode-get PORT' of a port in auto mode into one
-    dict per Tx queue."""
-    text = sb.appctl("netdev-dpdk/vhost-copy-mode-get", port)
-    queues = []
-    for m in re.finditer(r"^  txq (\d+): (cpu|dma) \(switches: (\d+) to dma, "
-                         r"(\d+) to cpu(.*)$", text, re.M):
-        q = {"qid": int(m.group(1)), "path": m.group(2),
-             "to_dma": int(m.group(3)), "to_cpu": int(m.group(4)),
-             "probing": "probing" in m.group(5), "text": m.group(0),
-             "costs": {}}
-        for c in re.finditer(r"(<=|>)(\d+)B (\d+|\?|losing)/(\d+|\?|losing)",
-                             m.group(5)):
-            q["costs"][c.group(1) + c.group(2)] = (c.group(3), c.group(4))
-        queues.append(q)
-    assert queues, text
+    queues = parse.auto_queues(
+        sb.appctl("netdev-dpdk/vhost-copy-mode-get", port))
+    assert queues, sb.appctl("netdev-dpdk/vhost-copy-mode-get", port)
     return queues
 
 

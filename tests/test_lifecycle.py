@@ -32,7 +32,7 @@ import time
 
 import pytest
 
-from ovs_async import traffic
+from ovs_async import parse, traffic
 from ovs_async.modes import ASYNC_MODES
 from ovs_async.sandbox import SandboxError
 from ovs_async.wait import wait_until
@@ -251,23 +251,11 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
 
 
 def rxq_cores(sb):
-    """{port: core} of the Rx queues (queue 0) in 'pmd-rxq-show'."""
-    cores, core = {}, None
-    for line in sb.appctl("dpif-netdev/pmd-rxq-show").splitlines():
-        m = re.match(r"pmd thread numa_id \S+ core_id (\d+):", line)
-        if m:
-            core = int(m.group(1))
-        m = re.match(r"\s*port: (\S+)\s+queue-id:\s+0\b", line)
-        if m:
-            cores[m.group(1)] = core
-    return cores
+    return parse.rxq_cores(sb.appctl("dpif-netdev/pmd-rxq-show"))
 
 
 def rx_packets(sb):
-    """Packets received by all PMDs, from pmd-stats-show."""
-    return sum(int(n) for n in re.findall(
-        r"^\s+packets received: (\d+)$",
-        sb.appctl("dpif-netdev/pmd-stats-show"), re.M))
+    return parse.rx_packets(sb.appctl("dpif-netdev/pmd-stats-show"))
 
 
 def warp(sb, ms):

@@ -29,7 +29,7 @@ import re
 import statistics
 import time
 
-from ovs_async import traffic
+from ovs_async import parse, traffic
 from ovs_async.modes import COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 
@@ -230,8 +230,8 @@ def run_benchmark(configs, patterns, sizes, modes, reps, duration, out_dir,
                          name="ovsbench%d" % os.getpid()) as sb:
                 progress("   %s" % ("2 MB hugepages" if sb.huge
                                     else "no hugepages (--no-huge)"))
-                engines = len(re.findall(r"^dmadev ", sb.appctl(
-                    "netdev-dpdk/dmadev-show"), re.M))
+                engines = len(parse.dmadevs(sb.appctl(
+                    "netdev-dpdk/dmadev-show")))
                 if not engines:
                     raise SandboxError(
                         "engine %s: no dmadev was probed (see %s); the "

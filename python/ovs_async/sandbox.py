@@ -34,6 +34,8 @@ import subprocess
 import tempfile
 import time
 
+from ovs_async import parse
+
 
 class SandboxError(Exception):
     """A sandbox could not be set up or a command in it failed."""
@@ -510,44 +512,19 @@ class Sandbox(object):
                 (kv.split("=") for kv in text.strip("{}").split(", ") if kv)}
 
     def copy_modes_by_port(self):
-        """vhost-copy-mode-get of every port: {port: [its lines]}, the
-        "available:" line left out."""
-        text = self.appctl("netdev-dpdk/vhost-copy-mode-get")
-        ports = {}
-        cur = None
-        for line in text.splitlines():
-            m = re.match(r"(\S+): ", line)
-            if m and m.group(1) != "available":
-                cur = ports.setdefault(m.group(1), [])
-            elif m:
-                cur = None
-            elif cur is not None:
-                cur.append(line)
-        return ports
+        """vhost-copy-mode-get of every port: {port: [its lines]}."""
+        return parse.copy_modes_by_port(
+            self.appctl("netdev-dpdk/vhost-copy-mode-get"))
 
     def txq_inflight(self):
         """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
         reads the counters at once (interface statistics lag 5 s)."""
-        ports = {}
-        for port, lines in self.copy_modes_by_port().items():
-            ports[port] = {}
-            for line in lines:
-                m = re.match(r"\s+txq (\d+): .*?(-?\d+) copies in flight",
-                             line)
-                if m:
-                    ports[port][int(m.group(1))] = int(m.group(2))
-        return ports
+        return parse.txq_inflight(
+            self.appctl("netdev-dpdk/vhost-copy-mode-get"))
 
     def abandoned(self):
         """{port: copies abandoned} from vhost-copy-mode-get."""
-        out = {}
-        for port, lines in self.copy_modes_by_port().items():
-            out[port] = 0
-            for line in lines:
-                m = re.match(r"\s+copies abandoned: (\d+)", line)
-                if m:
-                    out[port] = int(m.group(1))
-        return out
+        return parse.abandoned(self.appctl("netdev-dpdk/vhost-copy-mode-get"))
 
     def swcopy(self, cmd, *args):
         """Runs 'ovs-appctl dma-swcopy/CMD ARGS...'; returns its output."""
@@ -555,11 +532,7 @@ class Sandbox(object):
 
     def swcopy_state(self, engine):
         """dma-swcopy/show ENGINE as a dict of its 'key: value' lines."""
-        state = {}
-        for line in self.swcopy("show", engine).splitlines()[1:]:
-            key, _, value = line.strip().partition(": ")
-            state[key] = value
-        return state
+        return parse.key_values(self.swcopy("show", engine))
 
     def vswitchd_alive(self):
         p = self.procs.get("ovs-vswitchd")
@@ -643,75 +616,16 @@ class Sandbox(object):
 
     def pmd_counters(self):
         """Sums over all threads of the counter lines of pmd-stats-show
-        that the fork adds: "DMA ...", "deferred work ..." and "auto mode
-        CPU copies"."""
-        text = self.appctl("dpif-netdev/pmd-stats-show")
-        sums = {}
-        for m in re.finditer(r"^\s+(DMA [^:]+|deferred work [^:]+|"
-                             r"auto mode CPU copies): (\d+)$", text, re.M):
-            sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
-        return sums
+        that the fork adds."""
+        return parse.pmd_counters(self.appctl("dpif-netdev/pmd-stats-show"))
 
     def pmd_perf(self):
-        """Parses 'dpif-netdev/pmd-perf-show' into {core_id: {...}}."""
-        text = self.appctl("dpif-netdev/pmd-perf-show")
-        pmds = {}
-        cur = None
-        for line in text.splitlines():
-            m = re.match(r"pmd thread numa_id (\d+) core_id (\d+):", line)
-            if m:
-                cur = pmds.setdefault(int(m.group(2)), {
-                    "rx_packets": 0, "kpps": 0.0, "cycles_per_pkt": 0.0,
-                    "tx_packets": 0, "pkts_per_batch": 0.0,
-                    "busy_pct": 0.0, "sleep_us": 0, "latency_us": 0.0,
-                    "latency_n": 0})
-                continue
-            if cur is None:
-                continue
-            m = re.match(r"\s+Rx packets:\s+(\d+)\s+\(([\d.]+) Kpps, "
-                         r"([\d.]+) cycles/pkt\)", line)
-            if m:
-                cur["rx_packets"] = int(m.group(1))
-                cur["kpps"] = float(m.group(2))
-                cur["cycles_per_pkt"] = float(m.group(3))
-            m = re.match(r"\s+Tx packets:\s+(\d+)", line)
-            if m:
-                cur["tx_packets"] = int(m.group(1))
-            m = re.match(r"\s+Tx batches:\s+\d+\s+\(([\d.]+) pkts/batch",
-                         line)
-            if m:
-                cur["pkts_per_batch"] = float(m.group(1))
-            m = re.match(r"\s+- busy iterations:\s+\d+\s+\(\s*([\d.]+) %",
-                         line)
-            if m:
-                cur["busy_pct"] = float(m.group(1))
-            m = re.match(r"\s+Sleep time \(us\):\s+(\d+)", line)
-            if m:
-                cur["sleep_us"] = int(m.group(1))
-            m = re.match(r"\s+deferred completion latency: avg ([\d.]+) us,"
-                         r".*\((\d+) submissions\)", line)
-            if m:
-                cur["latency_us"] = float(m.group(1))
-                cur["latency_n"] = int(m.group(2))
-        return pmds
+        """dpif-netdev/pmd-perf-show as {core_id: {...}}."""
+        return parse.pmd_perf(self.appctl("dpif-netdev/pmd-perf-show"))
 
     def port_stats(self):
         """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
-        text = self.appctl("dpctl/show", "-s")
-        stats = {}
-        cur = None
-        for line in text.splitlines():
-            m = re.match(r"\s+port \d+: (\S+)", line)
-            if m:
-                cur = stats.setdefault(m.group(1), {})
-                continue
-            m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\S+) "
-                         r"dropped:(\d+)", line)
-            if m and cur is not None:
-                d = m.group(1).lower()
-                cur[d + "_packets"] = int(m.group(2))
-                cur[d + "_dropped"] = int(m.group(4))
-        return stats
+        return parse.port_stats(self.appctl("dpctl/show", "-s"))
 
     def wait_mempools_back(self, baseline, timeout=10):
         """Waits until every mempool's in-use count is back to 'baseline'
@@ -727,34 +641,7 @@ class Sandbox(object):
             time.sleep(0.2)
 
     def mempool_in_use(self):
-        """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info.
-
-        DPDK's dump has no in-use line: an mbuf is in use unless it is in
-        the common pool or in a per-lcore cache."""
-        text = self.appctl("netdev-dpdk/get-mempool-info")
-        pools = {}
-        cur = None
-        for line in text.splitlines():
-            m = re.match(r"mempool <([^>]+)>", line)
-            if m:
-                cur = pools.setdefault(m.group(1), {"size": None,
-                                                    "common": None,
-                                                    "cached": 0})
-                continue
-            m = re.match(r"\s+(size|common_pool_count|cache_count\[\d+\])"
-                         r"=(\d+)$", line)
-            if m and cur is not None:
-                key, value = m.group(1), int(m.group(2))
-                if key == "size":
-                    cur["size"] = value
-                elif key == "common_pool_count":
-                    cur["common"] = value
-                else:
-                    cur["cached"] += value
-        result = {}
-        for name, p in pools.items():
-            if p["size"] is None or p["common"] is None:
-                raise SandboxError("cannot parse mempool %s in:\n%s"
-                                   % (name, text[:2000]))
-            result[name] = p["size"] - p["common"] - p["cached"]
-        return result
+        """{mempool name: mbufs in use} from
+        netdev-dpdk/get-mempool-info."""
+        return parse.mempool_in_use(
+            self.appctl("netdev-dpdk/get-mempool-info"))

@@ -1,0 +1,217 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Parsers of ovs-vswitchd's text outputs (pmd-stats-show, pmd-perf-show,
+pmd-rxq-show, dpctl/show -s, vhost-copy-mode-get, dmadev-show,
+get-mempool-info, dma-swcopy/show): each takes the text and returns
+plain data.  Sandbox's methods of the same names run the command."""
+
+import re
+
+def pmd_counters(text):
+    """Sums over all threads of the counter lines of pmd-stats-show
+    that the fork adds: "DMA ...", "deferred work ..." and "auto mode
+    CPU copies"."""
+    sums = {}
+    for m in re.finditer(r"^\s+(DMA [^:]+|deferred work [^:]+|"
+                         r"auto mode CPU copies): (\d+)$", text, re.M):
+        sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
+    return sums
+
+
+def pmd_perf(text):
+    """Parses 'dpif-netdev/pmd-perf-show' into {core_id: {...}}."""
+    pmds = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"pmd thread numa_id (\d+) core_id (\d+):", line)
+        if m:
+            cur = pmds.setdefault(int(m.group(2)), {
+                "rx_packets": 0, "kpps": 0.0, "cycles_per_pkt": 0.0,
+                "tx_packets": 0, "pkts_per_batch": 0.0,
+                "busy_pct": 0.0, "sleep_us": 0, "latency_us": 0.0,
+                "latency_n": 0})
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"\s+Rx packets:\s+(\d+)\s+\(([\d.]+) Kpps, "
+                     r"([\d.]+) cycles/pkt\)", line)
+        if m:
+            cur["rx_packets"] = int(m.group(1))
+            cur["kpps"] = float(m.group(2))
+            cur["cycles_per_pkt"] = float(m.group(3))
+        m = re.match(r"\s+Tx packets:\s+(\d+)", line)
+        if m:
+            cur["tx_packets"] = int(m.group(1))
+        m = re.match(r"\s+Tx batches:\s+\d+\s+\(([\d.]+) pkts/batch",
+                     line)
+        if m:
+            cur["pkts_per_batch"] = float(m.group(1))
+        m = re.match(r"\s+- busy iterations:\s+\d+\s+\(\s*([\d.]+) %",
+                     line)
+        if m:
+            cur["busy_pct"] = float(m.group(1))
+        m = re.match(r"\s+Sleep time \(us\):\s+(\d+)", line)
+        if m:
+            cur["sleep_us"] = int(m.group(1))
+        m = re.match(r"\s+deferred completion latency: avg ([\d.]+) us,"
+                     r".*\((\d+) submissions\)", line)
+        if m:
+            cur["latency_us"] = float(m.group(1))
+            cur["latency_n"] = int(m.group(2))
+    return pmds
+
+
+def port_stats(text):
+    """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
+    stats = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"\s+port \d+: (\S+)", line)
+        if m:
+            cur = stats.setdefault(m.group(1), {})
+            continue
+        m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\S+) "
+                     r"dropped:(\d+)", line)
+        if m and cur is not None:
+            d = m.group(1).lower()
+            cur[d + "_packets"] = int(m.group(2))
+            cur[d + "_dropped"] = int(m.group(4))
+    return stats
+
+
+def copy_modes_by_port(text):
+    """vhost-copy-mode-get of every port: {port: [its lines]}, the
+    "available:" line left out."""
+    ports = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"(\S+): ", line)
+        if m and m.group(1) != "available":
+            cur = ports.setdefault(m.group(1), [])
+        elif m:
+            cur = None
+        elif cur is not None:
+            cur.append(line)
+    return ports
+
+
+def txq_inflight(text):
+    """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
+    reads the counters at once (interface statistics lag 5 s)."""
+    ports = {}
+    for port, lines in copy_modes_by_port(text).items():
+        ports[port] = {}
+        for line in lines:
+            m = re.match(r"\s+txq (\d+): .*?(-?\d+) copies in flight",
+                         line)
+            if m:
+                ports[port][int(m.group(1))] = int(m.group(2))
+    return ports
+
+
+def abandoned(text):
+    """{port: copies abandoned} from vhost-copy-mode-get."""
+    out = {}
+    for port, lines in copy_modes_by_port(text).items():
+        out[port] = 0
+        for line in lines:
+            m = re.match(r"\s+copies abandoned: (\d+)", line)
+            if m:
+                out[port] = int(m.group(1))
+    return out
+
+
+def mempool_in_use(text):
+    """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info.
+
+    DPDK's dump has no in-use line: an mbuf is in use unless it is in
+    the common pool or in a per-lcore cache."""
+    pools = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"mempool <([^>]+)>", line)
+        if m:
+            cur = pools.setdefault(m.group(1), {"size": None,
+                                                "common": None,
+                                                "cached": 0})
+            continue
+        m = re.match(r"\s+(size|common_pool_count|cache_count\[\d+\])"
+                     r"=(\d+)$", line)
+        if m and cur is not None:
+            key, value = m.group(1), int(m.group(2))
+            if key == "size":
+                cur["size"] = value
+            elif key == "common_pool_count":
+                cur["common"] = value
+            else:
+                cur["cached"] += value
+    result = {}
+    for name, p in pools.items():
+        if p["size"] is None or p["common"] is None:
+            raise ValueError("cannot parse mempool %s in:\n%s"
+                               % (name, text[:2000]))
+        result[name] = p["size"] - p["common"] - p["cached"]
+    return result
+
+
+def key_values(text):
+    """The 'key: value' lines after the first line of 'text' (for example
+    dma-swcopy/show ENGINE) as a dict."""
+    state = {}
+    for line in text.splitlines()[1:]:
+        key, _, value = line.strip().partition(": ")
+        state[key] = value
+    return state
+
+
+def auto_queues(text):
+    """vhost-copy-mode-get PORT of a port in mode auto: one dict per Tx
+    queue (path, switches, probing, costs per size class)."""
+    queues = []
+    for m in re.finditer(r"^  txq (\d+): (cpu|dma) \(switches: (\d+) to dma, "
+                         r"(\d+) to cpu(.*)$", text, re.M):
+        q = {"qid": int(m.group(1)), "path": m.group(2),
+             "to_dma": int(m.group(3)), "to_cpu": int(m.group(4)),
+             "probing": "probing" in m.group(5), "text": m.group(0),
+             "costs": {}}
+        for c in re.finditer(r"(<=|>)(\d+)B (\d+|\?|losing)/(\d+|\?|losing)",
+                             m.group(5)):
+            q["costs"][c.group(1) + c.group(2)] = (c.group(3), c.group(4))
+        queues.append(q)
+    return queues
+
+
+def rx_packets(text):
+    """Packets received by all threads, from pmd-stats-show."""
+    return sum(int(n) for n in re.findall(r"^\s+packets received: (\d+)$",
+                                          text, re.M))
+
+
+def rxq_cores(text):
+    """{port: core} of the Rx queues (queue 0) in pmd-rxq-show."""
+    cores, core = {}, None
+    for line in text.splitlines():
+        m = re.match(r"pmd thread numa_id \S+ core_id (\d+):", line)
+        if m:
+            core = int(m.group(1))
+        m = re.match(r"\s*port: (\S+)\s+queue-id:\s+0\b", line)
+        if m:
+            cores[m.group(1)] = core
+    return cores
+
+
+def dmadevs(text):
+    """The names of the engines in dmadev-show."""
+    return re.findall(r"^dmadev (\S+)", text, re.M)
