@@ -65,30 +65,49 @@ def build():
     return build_dir()
 
 
+class Sandboxes(object):
+    """Starts sandboxes for a fixture and stops them at its end, keeping
+    (and naming) their logs if a test failed meanwhile."""
+
+    def __init__(self):
+        self.made = []
+
+    def make(self, **kwargs):
+        kwargs.setdefault("log", print)
+        kwargs.setdefault("keep", True)
+        sb = Sandbox(**kwargs)
+        self.made.append(sb)
+        sb.start()
+        return sb
+
+    def stop(self, failed):
+        for sb in self.made:
+            if not failed:
+                sb.keep = False
+            sb.stop()
+            if failed and sb.dir:
+                print("sandbox logs kept in %s" % sb.dir)
+
+
 @pytest.fixture
 def sandbox_factory(request):
     """Returns a function that starts a sandbox, stopped after the test.
 
     The sandbox keeps its logs (and names them) when the test failed."""
-    made = []
-
-    def make(**kwargs):
-        kwargs.setdefault("log", print)
-        kwargs.setdefault("keep", True)
-        sb = Sandbox(**kwargs)
-        made.append(sb)
-        sb.start()
-        return sb
-
-    yield make
+    sandboxes = Sandboxes()
+    yield sandboxes.make
     failed = getattr(request.node, "rep_call", None)
-    failed = failed is None or failed.failed
-    for sb in made:
-        if not failed:
-            sb.keep = False
-        sb.stop()
-        if failed and sb.dir:
-            print("sandbox logs kept in %s" % sb.dir)
+    sandboxes.stop(failed is None or failed.failed)
+
+
+@pytest.fixture(scope="module")
+def module_sandbox_factory(request):
+    """sandbox_factory for the sandboxes that the tests of a module share:
+    they keep their logs if any test of the module failed."""
+    sandboxes = Sandboxes()
+    failed_before = request.session.testsfailed
+    yield sandboxes.make
+    sandboxes.stop(request.session.testsfailed > failed_before)
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ import pytest
 
 from ovs_async import traffic
 from ovs_async.modes import ASYNC_MODES, COPY_MODES
-from ovs_async.sandbox import Sandbox
 from ovs_async.wait import wait_until
 
 
@@ -32,11 +31,8 @@ MODES = list(COPY_MODES)
 
 
 @pytest.fixture(scope="module")
-def dma_sandbox():
-    sb = Sandbox(ports=2, mtu=9000, dma=1, log=print)
-    sb.start()
-    yield sb
-    sb.stop()
+def dma_sandbox(module_sandbox_factory):
+    return module_sandbox_factory(ports=2, mtu=9000, dma=1)
 
 
 @pytest.mark.parametrize("queues", [1, 2])

@@ -75,12 +75,8 @@ def test_driver_asan():
 
 
 @pytest.fixture(scope="module")
-def swcopy_sandbox():
-    from ovs_async.sandbox import Sandbox
-    sb = Sandbox(ports=2, dma=1, dma_driver="dma_swcopy", log=print)
-    sb.start()
-    yield sb
-    sb.stop()
+def swcopy_sandbox(module_sandbox_factory):
+    return module_sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
 
 
 def test_dmadev_show_lists_swcopy(swcopy_sandbox):

@@ -90,11 +90,8 @@ def test_one_version_identity(build, sandbox):
 
 
 @pytest.fixture(scope="module")
-def jumbo_sandbox():
-    sb = Sandbox(ports=2, mtu=9000, log=print)
-    sb.start()
-    yield sb
-    sb.stop()
+def jumbo_sandbox(module_sandbox_factory):
+    return module_sandbox_factory(ports=2, mtu=9000)
 
 
 @pytest.mark.parametrize("size", [64, 512, 1518, 9000])
