@@ -55,7 +55,7 @@ static atomic_int n_counters = 0;
 
 /* A cheap monotonic clock: the TSC where DPDK provides it, else
  * microseconds. */
-uint64_t
+static uint64_t
 dp_defer_ticks(void)
 {
 #ifdef DPDK_NETDEV
@@ -65,7 +65,7 @@ dp_defer_ticks(void)
 #endif
 }
 
-double
+static double
 dp_defer_ticks_per_us(void)
 {
 #ifdef DPDK_NETDEV
@@ -430,7 +430,7 @@ dp_defer_drain(struct dp_defer *defer)
     }
 }
 
-void
+static void
 dp_defer_get_stats(const struct dp_defer *defer,
                    uint64_t stats[DP_DEFER_N_COUNTERS])
 {

@@ -150,11 +150,6 @@ dp_defer_may_sleep(struct dp_defer *defer)
     return !defer->n_items && !awake;
 }
 
-uint64_t dp_defer_ticks(void);
-double dp_defer_ticks_per_us(void);
-
-void dp_defer_get_stats(const struct dp_defer *,
-                        uint64_t stats[DP_DEFER_N_COUNTERS]);
 void dp_defer_clear_stats(struct dp_defer *);
 void dp_defer_format_stats(struct ds *, const struct dp_defer *);
 void dp_defer_clear_other_stats(void);

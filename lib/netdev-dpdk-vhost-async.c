@@ -71,6 +71,19 @@ COVERAGE_DEFINE(vhost_async_vring_bracket);
 
 /* ---- The copy modes ----------------------------------------------------- */
 
+/* Copy modes of vhost-user Tx (guest Rx): who copies packets into guest
+ * memory, and where completions are polled and mbufs freed.  Each mode is
+ * one row of the table copy_modes[] below, which names it and says what it
+ * does. */
+enum vhost_copy_mode {
+    VHOST_COPY_CPU,
+    VHOST_COPY_V3,
+    VHOST_COPY_RING,
+    VHOST_COPY_DEFER,
+    VHOST_COPY_AUTO,
+    VHOST_COPY_N_MODES
+};
+
 
 static int cpu_mode_send(struct vhost_async *, int vid, int qid,
                          struct rte_mbuf **, int cnt, int max_retries,
@@ -321,14 +334,8 @@ stat_get(const atomic_uint64_t *counter)
     return v;
 }
 
-const char *
-vhost_copy_mode_to_string(enum vhost_copy_mode mode)
-{
-    return mode < VHOST_COPY_N_MODES ? copy_modes[mode].name : "unknown";
-}
-
-bool
-vhost_copy_mode_from_string(const char *s, enum vhost_copy_mode *mode)
+static bool
+mode_from_string(const char *s, enum vhost_copy_mode *mode)
 {
     for (int i = 0; i < VHOST_COPY_N_MODES; i++) {
         if (s && !strcmp(s, copy_modes[i].name)) {
@@ -474,7 +481,7 @@ parse_mode_value(const char *value, const char *key, const char *what)
     if (!value || !value[0]) {
         return -1;
     }
-    if (!vhost_copy_mode_from_string(value, &mode)) {
+    if (!mode_from_string(value, &mode)) {
         VLOG_ERR("%s: invalid %s \"%s\" (expected one of: %s); keeping the "
                  "current copy mode", what, key, value, mode_list());
         return -2;
@@ -1744,7 +1751,7 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
     struct ds reply = DS_EMPTY_INITIALIZER;
     const char *why;
 
-    if (!vhost_copy_mode_from_string(mode_arg, &mode)) {
+    if (!mode_from_string(mode_arg, &mode)) {
         ds_put_format(&reply, "unknown vhost copy mode \"%s\" (expected one "
                       "of: %s)", mode_arg, mode_list());
         goto error;

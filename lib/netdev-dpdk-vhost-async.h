@@ -27,22 +27,6 @@ struct netdev_custom_stats;
 struct rte_mbuf;
 struct smap;
 
-/* Copy modes of vhost-user Tx (guest Rx): who copies packets into guest
- * memory, and where completions are polled and mbufs freed.  Each mode is
- * one row of the table copy_modes[] in netdev-dpdk-vhost-async.c, which
- * names it and says what it does. */
-enum vhost_copy_mode {
-    VHOST_COPY_CPU,
-    VHOST_COPY_V3,
-    VHOST_COPY_RING,
-    VHOST_COPY_DEFER,
-    VHOST_COPY_AUTO,
-    VHOST_COPY_N_MODES
-};
-
-const char *vhost_copy_mode_to_string(enum vhost_copy_mode);
-bool vhost_copy_mode_from_string(const char *, enum vhost_copy_mode *);
-
 /* Per-port async state, owned by a netdev_dpdk vhost port. */
 struct vhost_async;
 

@@ -27,6 +27,26 @@
 #include <rte_net_crc.h>
 #include <rte_vect.h>
 
+static inline void
+frame_put_be32(uint8_t *p, uint32_t v)
+{
+    frame_put_be16(p, v >> 16);
+    frame_put_be16(p + 2, v);
+}
+
+static inline void
+frame_put_be64(uint8_t *p, uint64_t v)
+{
+    frame_put_be32(p, v >> 32);
+    frame_put_be32(p + 4, v);
+}
+
+static inline uint64_t
+frame_get_be64(const uint8_t *p)
+{
+    return ((uint64_t) frame_get_be32(p) << 32) | frame_get_be32(p + 4);
+}
+
 /* Payload fill table, a power of 2 of 64-bit words. */
 #define PATTERN_WORDS 4096
 static uint64_t pattern[PATTERN_WORDS];

@@ -64,20 +64,6 @@ frame_put_be16(uint8_t *p, uint16_t v)
     p[1] = v;
 }
 
-static inline void
-frame_put_be32(uint8_t *p, uint32_t v)
-{
-    frame_put_be16(p, v >> 16);
-    frame_put_be16(p + 2, v);
-}
-
-static inline void
-frame_put_be64(uint8_t *p, uint64_t v)
-{
-    frame_put_be32(p, v >> 32);
-    frame_put_be32(p + 4, v);
-}
-
 static inline uint16_t
 frame_get_be16(const uint8_t *p)
 {
@@ -88,12 +74,6 @@ static inline uint32_t
 frame_get_be32(const uint8_t *p)
 {
     return ((uint32_t) frame_get_be16(p) << 16) | frame_get_be16(p + 2);
-}
-
-static inline uint64_t
-frame_get_be64(const uint8_t *p)
-{
-    return ((uint64_t) frame_get_be32(p) << 32) | frame_get_be32(p + 4);
 }
 
 /* The stream id carried in frames: (source port, queue, destination). */
