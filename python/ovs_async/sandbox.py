@@ -35,6 +35,7 @@ import tempfile
 import time
 
 from ovs_async import parse
+from ovs_async.wait import wait_until
 
 
 class SandboxError(Exception):
@@ -434,16 +435,16 @@ class Sandbox(object):
         out.close()
 
     def _wait_for(self, cond, timeout, what):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        """wait_until() 'cond', failing at once if a process exited."""
+        def done():
             if cond():
-                return
+                return True
             for name, p in self.procs.items():
                 if p.poll() is not None:
                     raise SandboxError("%s exited (%d) while waiting: %s"
                                        % (name, p.returncode, what))
-            time.sleep(0.05)
-        raise SandboxError(what)
+            return False
+        wait_until(done, timeout, what, error=SandboxError)
 
     def _run(self, argv, check=True, timeout=120):
         r = subprocess.run(argv, capture_output=True, text=True,
@@ -492,13 +493,10 @@ class Sandbox(object):
         args += [port] if port else []
         self.appctl(*(args + [mode]))
         ports = [port] if port else list(self.ports)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if all(self.copy_mode(p) == mode for p in ports):
-                return
-            time.sleep(0.1)
-        raise SandboxError("copy mode %s not applied: %s" % (
-            mode, self.appctl("netdev-dpdk/vhost-copy-mode-get")))
+        wait_until(lambda: all(self.copy_mode(p) == mode for p in ports), 30,
+                   lambda: "copy mode %s not applied: %s" % (
+                       mode, self.appctl("netdev-dpdk/vhost-copy-mode-get")),
+                   interval=0.1, error=SandboxError)
 
     def copy_mode(self, port):
         """The copy mode in use by 'port'."""

@@ -22,15 +22,15 @@ class WaitTimeout(AssertionError):
     pass
 
 
-def wait_until(cond, timeout, what, interval=0.05):
+def wait_until(cond, timeout, what, interval=0.05, error=WaitTimeout):
     """Calls 'cond' every 'interval' seconds until it returns a true value,
-    and returns that value.  After 'timeout' seconds raises WaitTimeout
-    with 'what' (or what 'what()' returns, computed then)."""
+    and returns that value.  After 'timeout' seconds raises 'error' with
+    'what' (or what 'what()' returns, computed then)."""
     deadline = time.time() + timeout
     while True:
         value = cond()
         if value:
             return value
         if time.time() >= deadline:
-            raise WaitTimeout(what() if callable(what) else what)
+            raise error(what() if callable(what) else what)
         time.sleep(interval)
