@@ -30,64 +30,73 @@ def pmd_counters(text):
     return sums
 
 
+def sections(text, header):
+    """Splits 'text' at the lines that match the regular expression
+    'header' and yields (the header's match, the lines up to the next
+    header) for each.  Lines before the first header are ignored."""
+    match, lines = None, []
+    for line in text.splitlines():
+        m = re.match(header, line)
+        if m:
+            if match:
+                yield match, lines
+            match, lines = m, []
+        elif match:
+            lines.append(line)
+    if match:
+        yield match, lines
+
+
+PMD_HEADER = r"pmd thread numa_id (\S+) core_id (\d+):"
+
+# pmd-perf-show's fields: (key, regular expression, conversion of each of
+# its groups).
+PERF_FIELDS = (
+    (("rx_packets", "kpps", "cycles_per_pkt"),
+     r"\s+Rx packets:\s+(\d+)\s+\(([\d.]+) Kpps, ([\d.]+) cycles/pkt\)",
+     (int, float, float)),
+    (("tx_packets",), r"\s+Tx packets:\s+(\d+)", (int,)),
+    (("pkts_per_batch",), r"\s+Tx batches:\s+\d+\s+\(([\d.]+) pkts/batch",
+     (float,)),
+    (("busy_pct",), r"\s+- busy iterations:\s+\d+\s+\(\s*([\d.]+) %",
+     (float,)),
+    (("sleep_us",), r"\s+Sleep time \(us\):\s+(\d+)", (int,)),
+    (("latency_us", "latency_n"),
+     r"\s+deferred completion latency: avg ([\d.]+) us,"
+     r".*\((\d+) submissions\)", (float, int)),
+)
+
+
 def pmd_perf(text):
     """Parses 'dpif-netdev/pmd-perf-show' into {core_id: {...}}."""
     pmds = {}
-    cur = None
-    for line in text.splitlines():
-        m = re.match(r"pmd thread numa_id (\d+) core_id (\d+):", line)
-        if m:
-            cur = pmds.setdefault(int(m.group(2)), {
-                "rx_packets": 0, "kpps": 0.0, "cycles_per_pkt": 0.0,
-                "tx_packets": 0, "pkts_per_batch": 0.0,
-                "busy_pct": 0.0, "sleep_us": 0, "latency_us": 0.0,
-                "latency_n": 0})
-            continue
-        if cur is None:
-            continue
-        m = re.match(r"\s+Rx packets:\s+(\d+)\s+\(([\d.]+) Kpps, "
-                     r"([\d.]+) cycles/pkt\)", line)
-        if m:
-            cur["rx_packets"] = int(m.group(1))
-            cur["kpps"] = float(m.group(2))
-            cur["cycles_per_pkt"] = float(m.group(3))
-        m = re.match(r"\s+Tx packets:\s+(\d+)", line)
-        if m:
-            cur["tx_packets"] = int(m.group(1))
-        m = re.match(r"\s+Tx batches:\s+\d+\s+\(([\d.]+) pkts/batch",
-                     line)
-        if m:
-            cur["pkts_per_batch"] = float(m.group(1))
-        m = re.match(r"\s+- busy iterations:\s+\d+\s+\(\s*([\d.]+) %",
-                     line)
-        if m:
-            cur["busy_pct"] = float(m.group(1))
-        m = re.match(r"\s+Sleep time \(us\):\s+(\d+)", line)
-        if m:
-            cur["sleep_us"] = int(m.group(1))
-        m = re.match(r"\s+deferred completion latency: avg ([\d.]+) us,"
-                     r".*\((\d+) submissions\)", line)
-        if m:
-            cur["latency_us"] = float(m.group(1))
-            cur["latency_n"] = int(m.group(2))
+    for header, lines in sections(text, PMD_HEADER):
+        cur = pmds.setdefault(int(header.group(2)), {
+            "rx_packets": 0, "kpps": 0.0, "cycles_per_pkt": 0.0,
+            "tx_packets": 0, "pkts_per_batch": 0.0,
+            "busy_pct": 0.0, "sleep_us": 0, "latency_us": 0.0,
+            "latency_n": 0})
+        for line in lines:
+            for keys, regex, types in PERF_FIELDS:
+                m = re.match(regex, line)
+                if m:
+                    for key, convert, value in zip(keys, types, m.groups()):
+                        cur[key] = convert(value)
     return pmds
 
 
 def port_stats(text):
     """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
     stats = {}
-    cur = None
-    for line in text.splitlines():
-        m = re.match(r"\s+port \d+: (\S+)", line)
-        if m:
-            cur = stats.setdefault(m.group(1), {})
-            continue
-        m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\S+) "
-                     r"dropped:(\d+)", line)
-        if m and cur is not None:
-            d = m.group(1).lower()
-            cur[d + "_packets"] = int(m.group(2))
-            cur[d + "_dropped"] = int(m.group(4))
+    for header, lines in sections(text, r"\s+port \d+: (\S+)"):
+        cur = stats.setdefault(header.group(1), {})
+        for line in lines:
+            m = re.match(r"\s+(RX|TX) packets:(\d+) errors:(\S+) "
+                         r"dropped:(\d+)", line)
+            if m:
+                d = m.group(1).lower()
+                cur[d + "_packets"] = int(m.group(2))
+                cur[d + "_dropped"] = int(m.group(4))
     return stats
 
 
@@ -95,15 +104,9 @@ def copy_modes_by_port(text):
     """vhost-copy-mode-get of every port: {port: [its lines]}, the
     "available:" line left out."""
     ports = {}
-    cur = None
-    for line in text.splitlines():
-        m = re.match(r"(\S+): ", line)
-        if m and m.group(1) != "available":
-            cur = ports.setdefault(m.group(1), [])
-        elif m:
-            cur = None
-        elif cur is not None:
-            cur.append(line)
+    for header, lines in sections(text, r"(\S+): "):
+        if header.group(1) != "available":
+            ports.setdefault(header.group(1), []).extend(lines)
     return ports
 
 
@@ -138,31 +141,25 @@ def mempool_in_use(text):
 
     DPDK's dump has no in-use line: an mbuf is in use unless it is in
     the common pool or in a per-lcore cache."""
-    pools = {}
-    cur = None
-    for line in text.splitlines():
-        m = re.match(r"mempool <([^>]+)>", line)
-        if m:
-            cur = pools.setdefault(m.group(1), {"size": None,
-                                                "common": None,
-                                                "cached": 0})
-            continue
-        m = re.match(r"\s+(size|common_pool_count|cache_count\[\d+\])"
-                     r"=(\d+)$", line)
-        if m and cur is not None:
+    result = {}
+    for header, lines in sections(text, r"mempool <([^>]+)>"):
+        size, common, cached = None, None, 0
+        for line in lines:
+            m = re.match(r"\s+(size|common_pool_count|cache_count\[\d+\])"
+                         r"=(\d+)$", line)
+            if not m:
+                continue
             key, value = m.group(1), int(m.group(2))
             if key == "size":
-                cur["size"] = value
+                size = value
             elif key == "common_pool_count":
-                cur["common"] = value
+                common = value
             else:
-                cur["cached"] += value
-    result = {}
-    for name, p in pools.items():
-        if p["size"] is None or p["common"] is None:
+                cached += value
+        if size is None or common is None:
             raise ValueError("cannot parse mempool %s in:\n%s"
-                               % (name, text[:2000]))
-        result[name] = p["size"] - p["common"] - p["cached"]
+                             % (header.group(1), text[:2000]))
+        result[header.group(1)] = size - common - cached
     return result
 
 
@@ -201,14 +198,12 @@ def rx_packets(text):
 
 def rxq_cores(text):
     """{port: core} of the Rx queues (queue 0) in pmd-rxq-show."""
-    cores, core = {}, None
-    for line in text.splitlines():
-        m = re.match(r"pmd thread numa_id \S+ core_id (\d+):", line)
-        if m:
-            core = int(m.group(1))
-        m = re.match(r"\s*port: (\S+)\s+queue-id:\s+0\b", line)
-        if m:
-            cores[m.group(1)] = core
+    cores = {}
+    for header, lines in sections(text, PMD_HEADER):
+        for line in lines:
+            m = re.match(r"\s*port: (\S+)\s+queue-id:\s+0\b", line)
+            if m:
+                cores[m.group(1)] = int(header.group(2))
     return cores
 
 
