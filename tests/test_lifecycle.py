@@ -567,3 +567,94 @@ def test_vring_state_filter(build):
     m = re.search(r"^(\d+) passed, (\d+) failed$", r.stdout, re.M)
     assert m and int(m.group(1)) >= 11 and m.group(2) == "0", r.stdout
     assert r.returncode == 0, r.stderr
+
+
+UNPOLLED = re.compile(r"port 'v1' rx queue 0.*This rx queue will not be "
+                      r"polled\.")
+
+
+def ring_count(sb, port, qid=0):
+    """Packets in the ring of Tx queue 'qid' of 'port' (ring mode)."""
+    text = sb.appctl("netdev-dpdk/vhost-copy-mode-get", port)
+    m = re.search(r"^\s+txq %d: .*, (\d+) packets in ring$" % qid, text,
+                  re.M)
+    return int(m.group(1)) if m else 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unpolled_rxq(sandbox_factory, mode):
+    """Nobody polls v1's Rx queue: its one PMD is isolated by v0's
+    pmd-rxq-affinity, and upstream leaves v1's queue unpolled.
+
+    In ring the PMD that polls a port's Rx queue is the one that submits
+    and retires the copies of its Tx queue, so traffic into v1 stalls: the
+    ring fills (4095 packets), then every burst is a counted drop, and
+    vhost-copy-mode-get shows the full ring.  v3's senders retire their
+    own copies once the guest's vring is full, so v3 goes on with at most
+    a vring of copies in flight; defer and auto, whose senders retire, go
+    on as usual.  In every mode each frame that does not arrive is a drop
+    the switch counted, and the queue drains once it is polled again."""
+    sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1])
+    base = baseline(sb)
+    pmd = sb.pmd_cpus[0]
+    sb.vsctl("set", "Interface", "v0",
+             "other_config:pmd-rxq-affinity=0:%d" % pmd)
+    wait_until(lambda: UNPOLLED.search(open(sb.vswitchd_log).read()), 10,
+               "v1's rx queue still polled")
+    assert "v1" not in rxq_cores(sb) and rxq_cores(sb)["v0"] == pmd
+
+    # v0 -> v1 only, judged as any run: whatever did not arrive must be a
+    # drop that the switch counted.
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    g = traffic.start_held(sb, [("v0", "gen"), ("v1", "sink")],
+                           ["--size", 512, "--duration", 6])
+    run = {}
+    finisher = threading.Thread(target=lambda: run.update(traffic.finish(
+        sb, g, ("v0", "v1"), timeout=90)), daemon=True)
+    finisher.start()
+    traffic.wait_for(g, lambda: rx_packets(sb) > 20000, 60, "sending")
+    held = {"inflight": inflight_total(sb), "ring": ring_count(sb, "v1"),
+            "in_use": sum(sb.mempool_in_use().values()) - sum(base.values())}
+    if mode == "ring":
+        # Full and dropping, never more than it holds (an rte_ring of 4096
+        # entries holds 4095).
+        wait_until(lambda: ring_count(sb, "v1") == 4095, 10,
+                   lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"))
+        drops = sb.port_stats()["v1"]["tx_dropped"]
+        wait_until(lambda: sb.port_stats()["v1"]["tx_dropped"] > drops, 10,
+                   "no drops counted while the ring is full")
+        assert held["inflight"] == 0, held
+    elif mode == "v3":
+        held["inflight"] = wait_until(lambda: inflight_total(sb), 10,
+                                      "no copies in flight for v1")
+        assert held["inflight"] <= 1024, held
+    # What reaches v1's guest meanwhile.
+    sent = sb.port_stats()["v1"]["tx_packets"]
+    time.sleep(1)
+    held["delivered_1s"] = sb.port_stats()["v1"]["tx_packets"] - sent
+    if mode == "ring":
+        assert held["delivered_1s"] == 0, held
+    else:
+        assert held["delivered_1s"] > 0, held
+    held["in_use"] = sum(sb.mempool_in_use().values()) - sum(base.values())
+    # What is held is bounded by the ring and the guest's vring (1024
+    # entries), whatever the traffic, plus the bursts in transit.
+    assert held["in_use"] <= 4095 + 1024 + 2 * 32, held
+
+    # Polled again: whatever is held goes out.
+    sb.vsctl("remove", "Interface", "v0", "other_config",
+             "pmd-rxq-affinity")
+    wait_until(lambda: "v1" in rxq_cores(sb), 10, lambda: rxq_cores(sb))
+    wait_until(lambda: inflight_total(sb) == 0 and
+               ring_count(sb, "v1") == 0, 10,
+               lambda: (inflight_total(sb), ring_count(sb, "v1")))
+    finisher.join(timeout=120)
+    assert run, "the run did not finish"
+    traffic.check(run)
+    print("%s, v1 unpolled: held %s, run: tx %d rx %d lost %d, switch "
+          "dropped %d" % (mode, held, run["guest"]["tx_pkts"],
+                          run["guest"]["rx_pkts"], run["guest"]["lost"],
+                          run["switch_dropped"]))
+    if mode == "ring":
+        assert run["switch_dropped"] > 0, run
+    check_recovered(sb, base, mode)
