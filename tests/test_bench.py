@@ -95,6 +95,67 @@ def test_fanout_vxlan_scatter(tmp_path):
     assert int(rows[1]["dma_copies"]) > 0, rows[1]
 
 
+def test_fixed_load_and_lossless(tmp_path):
+    """--rate runs every mode at the offered load, in full bursts, and
+    --lossless searches each mode's lossless rate; the report shows both
+    next to the saturation tables, each with what it means."""
+    out = str(tmp_path / "fixed")
+    rate = 40000
+    p = run_bench("--quick", "--modes", "cpu,defer", "--sizes", "512",
+                  "--rate", str(rate), "--lossless", "--resolution", "25",
+                  "--no-plots", "--out", out)
+    assert p.returncode == 0
+    rows = read_runs(out)
+    by = {}
+    for r in rows:
+        assert r["verdict"] == "verified", r
+        by.setdefault(r["protocol"], []).append(r)
+    assert [r["mode"] for r in by["saturation"]] == ["cpu", "defer"]
+    assert [r["mode"] for r in by["fixed"]] == ["cpu", "defer"]
+    for r in by["fixed"]:
+        assert int(r["offered_pps"]) == rate, r
+        # The limiter never offers more than the rate (1 s of traffic,
+        # plus one burst), and releases whole bursts: the PMD's batches
+        # stay full.
+        assert 0 < int(r["tx_pkts"]) <= rate * 1.0 + 32, r
+        assert float(r["pkts_per_batch"]) >= 24, r
+    for mode in ("cpu", "defer"):
+        trials = [r for r in by["lossless"] if r["mode"] == mode]
+        sat = [r for r in by["saturation"] if r["mode"] == mode][0]
+        assert trials, mode
+        # The first trial is at the saturation rate, every later one
+        # below it.
+        assert abs(int(trials[0]["offered_pps"])
+                   - float(sat["tx_mpps"]) * 1e6) <= 1, (trials[0], sat)
+        assert all(int(t["offered_pps"]) <= int(trials[0]["offered_pps"])
+                   for t in trials)
+    report = open(os.path.join(out, "report.md")).read()
+    for text in ("#### Fixed load: %d frames per second offered" % rate,
+                 "#### Lossless rate", "#### Saturation",
+                 bench.MEANING["fixed"], bench.MEANING["lossless"],
+                 bench.MEANING["saturation"],
+                 "| traffic | cpu cycles | defer |"):
+        assert text in report, text
+    assert "Runs: %d, verified: %d." % (len(rows), len(rows)) in report
+
+
+@pytest.mark.parametrize("threshold", [0, 1, 999, 50000, 99999, 100000,
+                                       250000])
+def test_lossless_search(threshold):
+    """The search never reports a rate that lost frames, and ends within
+    its resolution of the highest rate that did not."""
+    tried = []
+
+    def trial(rate):
+        tried.append(rate)
+        return {"verdict": "verified", "lost": 0 if rate <= threshold else 7}
+    found = bench.search_lossless(trial, 100000, 0.05)
+    assert found <= min(threshold, 100000)
+    assert min(threshold, 100000) - found <= 5000, (found, tried)
+    assert found in tried or found == 0
+    assert len(tried) <= 2 + 5, tried
+
+
 @pytest.mark.parametrize("args, message", [
     (["--sizes", "10"], "--sizes: 10 is outside 64..9000"),
     (["--modes", "cpu,fast"], "--modes: unknown 'fast'"),
@@ -103,6 +164,10 @@ def test_fanout_vxlan_scatter(tmp_path):
     (["--vxlan", "--sizes", "64"], "at least 114 bytes"),
     (["--pmds", "64"], "need more than the"),
     (["--engines", "dma_fast"], "--engines: unknown 'dma_fast'"),
+    (["--rate", "-5"], "--rate: -5 is outside 0..100000000"),
+    (["--resolution", "0"], "--resolution: 0 is outside 0.1..50"),
+    (["--burst", "0"], "--burst: 0 is outside 1..512"),
+    (["--idle-sleep", "-1"], "--idle-sleep: -1 is outside 0..1000000"),
 ])
 def test_bad_input(tmp_path, args, message):
     out = str(tmp_path / "bad")

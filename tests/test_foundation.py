@@ -30,14 +30,18 @@ from ovs_async.wait import wait_until
 from conftest import TOP
 
 
-def fork_version():
-    """Upstream's version with the suffix of lib/ovs-fork.h: the one
-    identity of the fork."""
+def fork_define(name):
+    """The string that lib/ovs-fork.h, the fork's identity, defines as
+    'name'."""
     with open(os.path.join(TOP, "lib", "ovs-fork.h")) as f:
-        m = re.search(r'^#define OVS_FORK_VERSION_SUFFIX "(.+)"$', f.read(),
-                      re.M)
-    assert m, "lib/ovs-fork.h defines no OVS_FORK_VERSION_SUFFIX"
-    return "3.1.0" + m.group(1)
+        m = re.search(r'^#define %s "(.+)"$' % name, f.read(), re.M)
+    assert m, "lib/ovs-fork.h defines no %s" % name
+    return m.group(1)
+
+
+def fork_version():
+    """Upstream's version with the suffix of lib/ovs-fork.h."""
+    return "3.1.0" + fork_define("OVS_FORK_VERSION_SUFFIX")
 
 
 def test_one_version_identity(build, sandbox):
@@ -111,6 +115,28 @@ def test_two_queues(sandbox):
     gen = [p for p in run["guest"]["ports"] if "gen" in p["role"]][0]
     assert len(gen["tx_queues"]) == 2
     assert all(n > 0 for n in gen["tx_queues"]), gen
+
+
+def test_rate_in_full_bursts_with_idle_sleep(sandbox):
+    """--rate releases whole bursts (the PMD's batches stay full at any
+    rate) and never offers more than the rate; --idle-sleep sleeps when a
+    pass found nothing to do, and every frame is still verified.  The
+    control, busy polling, never sleeps."""
+    rate, duration = 20000, 2
+    run = traffic.check(traffic.loop_run(
+        sandbox, size=256, duration=duration,
+        extra=["--rate", rate, "--idle-sleep", 100]))
+    g = run["guest"]
+    assert g["rate"] == rate and g["idle_sleep_us"] == 100, g
+    assert g["idle_sleeps"] > 0, g
+    assert 0 < g["tx_pkts"] <= rate * duration + 32, g
+    batches = [p["pkts_per_batch"] for p in run["pmds"].values()
+               if p["tx_packets"]]
+    assert batches and min(batches) >= 24, run["pmds"]
+
+    control = traffic.check(traffic.loop_run(sandbox, size=256,
+                                             duration=1))
+    assert control["guest"]["idle_sleeps"] == 0, control["guest"]
 
 
 def test_verifier_catches_corruption(sandbox):

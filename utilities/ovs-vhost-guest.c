@@ -197,6 +197,7 @@ struct worker {
     bool is_main;
     unsigned int n_ports;
     struct port *ports[MAX_PORTS];
+    uint64_t idle_sleeps;       /* --idle-sleep: passes that slept. */
     uint8_t scratch[SCRATCH_SIZE];
 };
 
@@ -220,6 +221,7 @@ static struct {
     uint64_t count;             /* 0 means unlimited. */
     double rate;                /* 0 means unlimited. */
     unsigned int burst;
+    unsigned int idle_sleep_us; /* 0 means busy polling. */
     double progress;
     double drain;
     double wait_link;
@@ -349,8 +351,12 @@ usage(void)
            "  --vxlan              VXLAN (VNI %d) encapsulated frames\n"
            "  --duration SEC       generation time (default 5)\n"
            "  --count N            frames per generating queue\n"
-           "  --rate PPS           total rate limit (default: none)\n"
+           "  --rate PPS           total rate limit (default: none), in\n"
+           "                       full bursts of --burst frames\n"
            "  --burst N            tx/rx burst size, 1..%d (default 32)\n"
+           "  --idle-sleep US      sleep US microseconds whenever a pass\n"
+           "                       over the queues found nothing to send\n"
+           "                       or receive (default 0: busy polling)\n"
            "  --corrupt SEQ        self-test: damage frame SEQ of the\n"
            "                       first stream after its CRC was taken\n"
            "\n"
@@ -604,6 +610,7 @@ enum {
     OPT_VXLAN, OPT_DURATION, OPT_COUNT, OPT_RATE, OPT_BURST, OPT_PROGRESS,
     OPT_DRAIN, OPT_MBUF_SIZE, OPT_MBUFS, OPT_CORRUPT, OPT_WAIT_LINK,
     OPT_MAX_LOST, OPT_QUEUE_SIZE, OPT_WARMUP, OPT_NO_SELF, OPT_HOLD,
+    OPT_IDLE_SLEEP,
 };
 
 static const struct option long_options[] = {
@@ -619,6 +626,7 @@ static const struct option long_options[] = {
     {"count", required_argument, NULL, OPT_COUNT},
     {"rate", required_argument, NULL, OPT_RATE},
     {"burst", required_argument, NULL, OPT_BURST},
+    {"idle-sleep", required_argument, NULL, OPT_IDLE_SLEEP},
     {"progress", required_argument, NULL, OPT_PROGRESS},
     {"drain", required_argument, NULL, OPT_DRAIN},
     {"mbuf-size", required_argument, NULL, OPT_MBUF_SIZE},
@@ -712,6 +720,10 @@ parse_options(int argc, char *argv[])
             break;
         case OPT_BURST:
             opt.burst = parse_uint("--burst", optarg, 1, MAX_BURST);
+            break;
+        case OPT_IDLE_SLEEP:
+            opt.idle_sleep_us = parse_uint("--idle-sleep", optarg, 0,
+                                           1000000);
             break;
         case OPT_PROGRESS:
             opt.progress = parse_double("--progress", optarg, 0, 1e6);
@@ -929,10 +941,17 @@ gen_build(struct worker *w, struct gen_queue *g, struct rte_mbuf *m)
     return si;
 }
 
+/* Tokens a generator queue may save up under --rate, in bursts: a pass
+ * that comes late catches up in the next ones. */
+#define RATE_BUCKET_BURSTS 4
+
 /* One generation step on generator queue 'g': top up the pending frames
  * (respecting --count and --rate), then offer them to tx.  Frames that tx
- * refuses stay pending, in order, for the next step. */
-static void
+ * refuses stay pending, in order, for the next step.  Under --rate the
+ * frames are released a full burst at a time, so that the switch sees the
+ * batches it would see at full rate, spaced to meet the rate.  Returns the
+ * number of frames that tx took. */
+static unsigned int
 gen_step(struct worker *w, struct gen_queue *g)
 {
     struct port *p = g->port;
@@ -941,21 +960,23 @@ gen_step(struct worker *w, struct gen_queue *g)
     unsigned int n;
 
     if (g->done) {
-        return;
+        return 0;
     }
     if (opt.count && opt.count - g->built < room) {
         room = opt.count - g->built;
     }
     if (opt.rate > 0 && room) {
         uint64_t now = rte_rdtsc();
-        double cap = opt.burst;
+        double cap = RATE_BUCKET_BURSTS * opt.burst;
 
         g->tokens += (now - g->last_tsc) * g->tokens_per_tsc;
         g->last_tsc = now;
         if (g->tokens > cap) {
             g->tokens = cap;
         }
-        room = RTE_MIN(room, (unsigned int) g->tokens);
+        if (g->tokens < room) {
+            room = 0;
+        }
     }
     if (room) {
         struct rte_mbuf *fresh[MAX_BURST];
@@ -979,12 +1000,12 @@ gen_step(struct worker *w, struct gen_queue *g)
         }
     }
     if (!g->n_pend) {
-        return;
+        return 0;
     }
 
     n = rte_eth_tx_burst(p->port_id, g->queue, g->pend, g->n_pend);
     if (!n) {
-        return;
+        return 0;
     }
     for (unsigned int i = 0; i < n; i++) {
         streams[g->pend_stream[i]].tx_pkts++;
@@ -1001,6 +1022,7 @@ gen_step(struct worker *w, struct gen_queue *g)
     if (opt.count && g->sent >= opt.count) {
         __atomic_store_n(&g->done, true, __ATOMIC_RELEASE);
     }
+    return n;
 }
 
 /* Frees the frames that generation stopped before tx took them.  Their
@@ -1153,8 +1175,9 @@ rx_step(struct worker *w, struct port *p, uint16_t q)
 }
 
 /* Loop: sends what queue 'q' of port 'p' receives back out of the same
- * queue, unchanged.  What tx keeps refusing is dropped and counted. */
-static void
+ * queue, unchanged.  What tx keeps refusing is dropped and counted.
+ * Returns the number of frames received. */
+static unsigned int
 loop_step(struct port *p, uint16_t q)
 {
     struct rte_mbuf *pkts[MAX_BURST];
@@ -1163,7 +1186,7 @@ loop_step(struct port *p, uint16_t q)
 
     n = rx_burst(p, q, pkts);
     if (!n) {
-        return;
+        return 0;
     }
     for (unsigned int i = 0; i < n; i++) {
         bytes += rte_pktmbuf_pkt_len(pkts[i]);
@@ -1185,6 +1208,7 @@ loop_step(struct port *p, uint16_t q)
     stat_add(&p->stats.tx_pkts, sent);
     stat_add(&p->stats.tx_bytes, bytes);
     stat_add(&p->stats.tx_queue[q], sent);
+    return n;
 }
 
 /* Run control (main lcore only). */
@@ -1344,7 +1368,10 @@ control(void)
     }
 }
 
-/* The polling loop of every lcore.  The main lcore also runs control(). */
+/* The polling loop of every lcore.  The main lcore also runs control().
+ * With --idle-sleep a pass that moved no frame is followed by a sleep, so
+ * that a thread sharing the CPU (a DMA engine's, on a small host) runs
+ * promptly; every frame is still verified, later. */
 static int
 worker_main(void *w_)
 {
@@ -1353,6 +1380,7 @@ worker_main(void *w_)
 
     for (;;) {
         int ph = phase_get();
+        unsigned int moved = 0;
 
         if (ph == PHASE_DONE) {
             break;
@@ -1366,17 +1394,21 @@ worker_main(void *w_)
 
             for (uint16_t q = 0; q < p->n_queues; q++) {
                 if (p->roles & ROLE_LOOP) {
-                    loop_step(p, q);
+                    moved += loop_step(p, q);
                     continue;
                 }
                 if (generating && p->gq[q]) {
-                    gen_step(w, p->gq[q]);
+                    moved += gen_step(w, p->gq[q]);
                 }
-                rx_step(w, p, q);
+                moved += rx_step(w, p, q);
             }
         }
         if (w->is_main) {
             control();
+        }
+        if (!moved && opt.idle_sleep_us) {
+            rte_delay_us_sleep(opt.idle_sleep_us);
+            w->idle_sleeps++;
         }
     }
     gen_flush(w);
@@ -1996,6 +2028,18 @@ hold(const char *what, int n)
     }
 }
 
+/* Passes of all lcores that slept for --idle-sleep. */
+static uint64_t
+idle_sleeps(void)
+{
+    uint64_t n = 0;
+
+    for (unsigned int i = 0; i < n_workers; i++) {
+        n += workers[i]->idle_sleeps;
+    }
+    return n;
+}
+
 /* Prints the per-port and per-stream arrays of the result object. */
 static void
 report_details(void)
@@ -2150,6 +2194,9 @@ report(void)
     if (opt.max_lost_given) {
         printf(",\"max_lost\":%"PRIu64, opt.max_lost);
     }
+    printf(",\"rate\":%.0f,\"burst\":%u,\"idle_sleep_us\":%u,"
+           "\"idle_sleeps\":%"PRIu64, opt.rate, opt.burst, opt.idle_sleep_us,
+           idle_sleeps());
     report_details();
     printf("}\n");
     fflush(stdout);

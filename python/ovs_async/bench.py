@@ -20,10 +20,18 @@ of traffic cells (pattern x frame size).  Every cell runs every copy mode
 'reps' times, modes interleaved (cpu, v3, ..., cpu, v3, ...) so that drift
 of the machine hits every mode alike.  Every run is verified by
 ovs-vhost-guest; a run that is not verified is reported as such and left
-out of the medians."""
+out of the medians.
+
+Three protocols (a Load says which run):
+- saturation: the generators send as fast as the switch takes frames;
+- fixed: a fixed offered load, in full bursts, which every mode carries:
+  the PMD's busy cycles per packet compare the modes' costs fairly;
+- lossless: per mode, a binary search for the highest offered load with
+  no frame lost (RFC 2544 style), below that mode's saturation rate."""
 
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -36,6 +44,7 @@ from ovs_async.sandbox import Sandbox, SandboxError
 MODES = list(COPY_MODES)
 SIZES = [64, 114, 512, 1518, 2098]
 PATTERNS = ["burst", "scatter"]
+PROTOCOLS = ["saturation", "fixed", "lossless"]
 # Software engines; hardware ones are named "pci:BDF[+BDF...]".
 ENGINES = ["dma_swcopy", "dma_skeleton"]
 TOPOLOGIES = ["loop", "fanout"]
@@ -45,7 +54,8 @@ GUEST_PORTS = 16
 
 # Fields of a run, in CSV column order.
 FIELDS = ["config", "engine", "pmds", "ports", "topology", "vxlan",
-          "pattern", "size", "mode", "rep", "mpps", "gbps", "cycles_per_pkt",
+          "pattern", "size", "mode", "rep", "protocol", "offered_pps",
+          "mpps", "tx_mpps", "gbps", "cycles_per_pkt",
           "pkts_per_batch", "pmd_busy_pct", "dma_copies", "cpu_copies",
           "completion_latency_us", "tx_pkts", "rx_pkts", "switch_dropped",
           "lost", "verdict", "error"]
@@ -142,8 +152,35 @@ def plan_layout(pmds, n_guests, engine_threads, cpus=None):
             "guest_cpus": guest_cpus, "shared": shared, "line": line}
 
 
-def run_once(sb, cfg, pattern, size, duration):
-    """One verified run of every guest of 'cfg' side by side."""
+class Load(object):
+    """How the guests offer traffic: 'rate' frames per second in all (0:
+    saturation only; else also a fixed-load run at that rate), whether to
+    search each mode's lossless rate (to 'resolution', a fraction of its
+    saturation rate), the burst size and the guests' --idle-sleep."""
+
+    def __init__(self, rate=0, lossless=False, resolution=0.05, burst=32,
+                 idle_sleep=50):
+        self.rate = rate
+        self.lossless = lossless
+        self.resolution = resolution
+        self.burst = burst
+        self.idle_sleep = idle_sleep
+
+    def describe(self):
+        parts = ["bursts of %d" % self.burst,
+                 "guests sleep %d us when idle" % self.idle_sleep
+                 if self.idle_sleep else "guests busy-poll", "saturation"]
+        if self.rate:
+            parts.append("fixed load of %d pps" % self.rate)
+        if self.lossless:
+            parts.append("lossless rate to %g %%" % (100 * self.resolution))
+        return ", ".join(parts)
+
+
+def run_once(sb, cfg, pattern, size, duration, load=None, rate=0):
+    """One verified run of every guest of 'cfg' side by side, offering
+    'rate' frames per second in all (0: as fast as they can)."""
+    load = load or Load()
     guests = []
     ports = []
     for i, group in enumerate(cfg.groups):
@@ -156,7 +193,10 @@ def run_once(sb, cfg, pattern, size, duration):
             args = ["--pattern", pattern]
         if cfg.vxlan:
             args.append("--vxlan")
-        args += ["--size", size, "--duration", duration]
+        args += ["--size", size, "--duration", duration, "--burst",
+                 load.burst, "--idle-sleep", load.idle_sleep]
+        if rate:
+            args += ["--rate", max(1, rate // len(cfg.groups))]
         guests.append(traffic.start_held(sb, spec, args, cpu=cpu))
         ports += group
     try:
@@ -168,15 +208,18 @@ def run_once(sb, cfg, pattern, size, duration):
     return run
 
 
-def measure(sb, cfg, pattern, size, mode, rep, duration):
-    """Sets 'mode', runs once and returns a row of FIELDS."""
+def measure(sb, cfg, pattern, size, mode, rep, duration, load=None,
+            protocol="saturation", rate=0):
+    """Sets 'mode', runs once under 'protocol' at 'rate' and returns a row
+    of FIELDS."""
     row = {"config": cfg.name, "engine": cfg.engine, "pmds": cfg.pmds,
            "ports": cfg.ports, "topology": cfg.topology,
            "vxlan": int(cfg.vxlan), "pattern": pattern, "size": size,
-           "mode": mode, "rep": rep, "error": ""}
+           "mode": mode, "rep": rep, "protocol": protocol,
+           "offered_pps": rate, "error": ""}
     try:
         sb.set_copy_mode(mode)
-        run = run_once(sb, cfg, pattern, size, duration)
+        run = run_once(sb, cfg, pattern, size, duration, load, rate)
     except SandboxError as e:
         row.update({"verdict": "ERROR", "error": str(e).splitlines()[0]})
         return row
@@ -200,24 +243,80 @@ def measure(sb, cfg, pattern, size, mode, rep, duration):
         if n_lat else 0.0,
         "tx_pkts": g["tx_pkts"], "rx_pkts": g["rx_pkts"],
         "switch_dropped": run["switch_dropped"], "lost": g["lost"],
-        "verdict": run["verdict"]})
+        "verdict": run["verdict"], "tx_mpps": g["tx_mpps"]})
     return row
 
 
+def lossless(row):
+    """Whether a run carried its offered load with no frame lost."""
+    return row["verdict"] == "verified" and int(row["lost"]) == 0
+
+
+def search_lossless(trial, saturation_pps, resolution):
+    """The highest rate at which trial(rate) returns a lossless row: a
+    binary search between 0 and 'saturation_pps' (the rate the generators
+    reached at full speed), ended when the interval is narrower than
+    'resolution' times 'saturation_pps'.  Returns the rate (0 if even the
+    lowest rate tried lost frames)."""
+    lo, hi = 0, int(saturation_pps)
+    if hi <= 0:
+        return 0
+    if lossless(trial(hi)):
+        return hi
+    step = max(1, int(resolution * saturation_pps))
+    while hi - lo > step:
+        mid = (lo + hi) // 2
+        if lossless(trial(mid)):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def run_benchmark(configs, patterns, sizes, modes, reps, duration, out_dir,
-                  huge="auto", progress=print):
-    """Runs the whole matrix; writes runs.csv and runs.jsonl under
-    'out_dir' as it goes and returns the rows."""
+                  huge="auto", progress=print, load=None):
+    """Runs the whole matrix under the protocols of 'load'; writes
+    runs.csv and runs.jsonl under 'out_dir' as it goes and returns the
+    rows."""
+    load = load or Load()
     os.makedirs(out_dir, exist_ok=True)
     rows = []
-    total = (len(configs) * len(patterns) * len(sizes) * len(modes) * reps)
+    # Runs per mode and repetition of a cell; a lossless search takes one
+    # run at the saturation rate and then halves the interval.
+    per_cell = 1 + (1 if load.rate else 0)
+    if load.lossless:
+        per_cell += 1 + math.ceil(math.log2(1 / load.resolution))
+    total = (len(configs) * len(patterns) * len(sizes) * len(modes) * reps
+             * per_cell)
     done = 0
     start = time.time()
     csv_path = os.path.join(out_dir, "runs.csv")
     with open(csv_path, "w", newline="") as fcsv, \
             open(os.path.join(out_dir, "runs.jsonl"), "w") as fjson:
-        writer = csv.DictWriter(fcsv, fieldnames=FIELDS)
+        writer = csv.DictWriter(fcsv, fieldnames=FIELDS,
+                                extrasaction="ignore")
         writer.writeheader()
+
+        def record(row):
+            nonlocal done, total
+            rows.append(row)
+            writer.writerow(row)
+            fjson.write(json.dumps(row) + "\n")
+            fcsv.flush()
+            fjson.flush()
+            done += 1
+            total = max(total, done)
+            eta = (time.time() - start) / done * (total - done)
+            progress("   [%d/%d, %.0f s left] %s %d B %-5s rep %d %s%s: %s "
+                     "Mpps, %s cyc/pkt, %s lost, %s"
+                     % (done, total, eta, row["pattern"], row["size"],
+                        row["mode"], row["rep"] + 1, row["protocol"],
+                        " %d pps" % row["offered_pps"]
+                        if row["offered_pps"] else "",
+                        row.get("mpps", "-"), row.get("cycles_per_pkt", "-"),
+                        row.get("lost", "-"), row["verdict"]))
+            return row
+
         for cfg in configs:
             progress("== %s" % cfg.describe())
             progress("   %s" % cfg.layout["line"])
@@ -244,34 +343,43 @@ def run_benchmark(configs, patterns, sizes, modes, reps, duration, out_dir,
                 for pattern in patterns:
                     for size in sizes:
                         for rep in range(reps):
-                            for mode in modes:
-                                row = measure(sb, cfg, pattern, size, mode,
-                                              rep, duration)
-                                rows.append(row)
-                                writer.writerow(row)
-                                fjson.write(json.dumps(row) + "\n")
-                                fcsv.flush()
-                                fjson.flush()
-                                done += 1
-                                eta = ((time.time() - start) / done
-                                       * (total - done))
-                                progress(
-                                    "   [%d/%d, %.0f s left] %s %d B %-5s "
-                                    "rep %d: %s Mpps, %s cyc/pkt, %s"
-                                    % (done, total, eta, pattern, size, mode,
-                                       rep + 1, row.get("mpps", "-"),
-                                       row.get("cycles_per_pkt", "-"),
-                                       row["verdict"]))
+                            run_cell(sb, cfg, pattern, size, modes, rep,
+                                     duration, load, record)
     return rows
+
+
+def run_cell(sb, cfg, pattern, size, modes, rep, duration, load, record):
+    """One repetition of a traffic cell: every mode at saturation, then at
+    the fixed load, modes interleaved; then each mode's lossless search
+    below its own saturation rate."""
+    saturated = {}
+    for mode in modes:
+        saturated[mode] = record(measure(sb, cfg, pattern, size, mode, rep,
+                                         duration, load))
+    if load.rate:
+        for mode in modes:
+            record(measure(sb, cfg, pattern, size, mode, rep, duration, load,
+                           "fixed", load.rate))
+    if load.lossless:
+        for mode in modes:
+            sat = saturated[mode]
+            if sat["verdict"] != "verified":
+                continue
+            search_lossless(
+                lambda rate, mode=mode: record(measure(
+                    sb, cfg, pattern, size, mode, rep, duration, load,
+                    "lossless", rate)),
+                sat["tx_mpps"] * 1e6, load.resolution)
 
 
 # ---- Aggregation and reports ---------------------------------------------
 
 def cells(rows):
-    """{(config, pattern, size, mode): [verified rows]}."""
+    """{(config, protocol, pattern, size, mode): [verified rows]}."""
     out = {}
     for r in rows:
-        key = (r["config"], r["pattern"], int(r["size"]), r["mode"])
+        key = (r["config"], r["protocol"], r["pattern"], int(r["size"]),
+               r["mode"])
         out.setdefault(key, [])
         if r["verdict"] == "verified":
             out[key].append(r)
@@ -286,13 +394,33 @@ def stat(values):
     return statistics.median(values), min(values), max(values)
 
 
+def lossless_rates(rows):
+    """{(config, pattern, size, mode): [the lossless rate of each
+    repetition]}: the highest offered load of its lossless search that
+    lost nothing, 0 if every trial lost frames."""
+    best = {}
+    for r in rows:
+        if r["protocol"] != "lossless":
+            continue
+        key = (r["config"], r["pattern"], int(r["size"]), r["mode"])
+        reps = best.setdefault(key, {})
+        rate = int(r["offered_pps"]) if lossless(r) else 0
+        reps[int(r["rep"])] = max(reps.get(int(r["rep"]), 0), rate)
+    return {k: [v[rep] for rep in sorted(v)] for k, v in best.items()}
+
+
+# What each protocol compares, as a ratio to cpu: (metric, higher is
+# better).
+METRIC = {"saturation": "mpps", "fixed": "cycles", "lossless": "lossless"}
+
+
 def summarize(rows):
-    """Per (config, pattern, size, mode): medians and ranges of Mpps,
-    cycles/packet and batch size, and the median Mpps ratio to cpu."""
-    c = cells(rows)
+    """Per (config, protocol, pattern, size, mode): medians and ranges of
+    Mpps, cycles/packet, batch size and loss, the lossless rate, and the
+    ratio of the protocol's metric (METRIC) to cpu's."""
     summary = {}
-    for key, runs in c.items():
-        config, pattern, size, mode = key
+    for key, runs in cells(rows).items():
+        tx = sum(int(r["tx_pkts"]) for r in runs)
         summary[key] = {
             "runs": len(runs),
             "mpps": stat(r["mpps"] for r in runs),
@@ -302,12 +430,21 @@ def summarize(rows):
             "dma": stat(r["dma_copies"] for r in runs),
             "latency": stat(r["completion_latency_us"] for r in runs),
             "dropped": stat(r["switch_dropped"] for r in runs),
+            "loss_pct": (100.0 * sum(int(r["lost"]) for r in runs) / tx
+                         if tx else None),
+            "lossless": None,
         }
+    for (config, pattern, size, mode), rates in lossless_rates(rows).items():
+        key = (config, "lossless", pattern, size, mode)
+        summary.setdefault(key, {"runs": 0, "mpps": None})
+        summary[key]["lossless"] = stat(rates)
     for key, s in summary.items():
-        cpu = summary.get(key[:3] + ("cpu",))
-        s["ratio"] = (s["mpps"][0] / cpu["mpps"][0]
-                      if s["mpps"] and cpu and cpu["mpps"]
-                      and cpu["mpps"][0] else None)
+        metric = METRIC[key[1]]
+        cpu = summary.get(key[:4] + ("cpu",))
+        mine = s.get(metric)
+        ref = cpu.get(metric) if cpu else None
+        s["ratio"] = (mine[0] / ref[0] if mine and ref and ref[0]
+                      else None)
     return summary
 
 
@@ -325,7 +462,7 @@ def auto_target(summary, config, keys):
     for pattern, size in keys:
         med = {}
         for m in ("cpu", "defer", "auto"):
-            s = summary.get((config, pattern, size, m))
+            s = summary.get((config, "saturation", pattern, size, m))
             med[m] = s["mpps"][0] if s and s["mpps"] else None
         if None in med.values() or not med["cpu"]:
             out.append("| %s %d B | n/a | n/a | n/a |" % (pattern, size))
@@ -338,101 +475,171 @@ def auto_target(summary, config, keys):
     return "\n".join(out) + "\n"
 
 
+# One sentence per protocol on what it measures on a small machine.
+MEANING = {
+    "fixed": "Every mode carries the same offered load, so the PMD's busy "
+             "cycles per packet compare what each copy strategy costs the "
+             "PMD; on a 2-CPU machine this is the fair view of the offload, "
+             "with the guests sleeping when idle so that the engine thread "
+             "sharing their CPU runs promptly.",
+    "lossless": "The highest offered load that a mode carried without "
+                "losing a frame (binary search below its own saturation "
+                "rate); on a 2-CPU machine it is bounded by the guest and "
+                "the engine thread sharing one CPU as much as by the PMD.",
+    "saturation": "The generators send as fast as the switch takes frames; "
+                  "on a 2-CPU machine this measures how the PMD, the guest "
+                  "and the engine thread share the CPUs (an engine starved "
+                  "by a busy guest), not the offload itself.",
+}
+
+
 def report(rows, modes):
-    """Markdown tables: throughput relative to cpu laid out like
-    Intel's published comparison (rows: traffic; columns: modes), Mpps, PMD cycles per
-    packet with batch sizes, and the runs that were not verified."""
+    """Markdown: per configuration, the fixed-load PMD cycles per packet,
+    the lossless rates and the saturation tables (throughput relative to
+    cpu laid out like Intel's published comparison, Mpps, PMD cycles per
+    packet with batch sizes, DMA copies), then the runs that were not
+    verified."""
     summary = summarize(rows)
     configs = []
     for r in rows:
         if r["config"] not in configs:
             configs.append(r["config"])
     out = []
+    others = [m for m in modes if m != "cpu"]
     for config in configs:
-        keys = sorted({(k[1], k[2]) for k in summary if k[0] == config},
-                      key=lambda k: (PATTERNS.index(k[0])
-                                     if k[0] in PATTERNS else 9, k[1]))
-        others = [m for m in modes if m != "cpu"]
         out.append("### %s\n" % config)
 
-        def table(title, columns, cell):
+        def keys_of(protocol):
+            return sorted({(k[2], k[3]) for k in summary
+                           if k[0] == config and k[1] == protocol},
+                          key=lambda k: (PATTERNS.index(k[0])
+                                         if k[0] in PATTERNS else 9, k[1]))
+
+        def table(protocol, title, columns, cell, metric="mpps"):
             """A table with a row per traffic cell and a column per entry
             of 'columns'; cell(summary entry, column) formats one cell."""
             out.append(title + "\n")
             out.append("| traffic | " + " | ".join(columns) + " |")
             out.append("|---|" + "---:|" * len(columns))
-            for pattern, size in keys:
+            for pattern, size in keys_of(protocol):
                 line = "| %s %d B |" % (pattern, size)
                 for col in columns:
-                    mode = "cpu" if col == "cpu Mpps" else col
-                    s = summary.get((config, pattern, size, mode))
-                    line += " %s |" % (cell(s, col) if s and s["mpps"]
+                    mode = col.split()[0]
+                    s = summary.get((config, protocol, pattern, size, mode))
+                    line += " %s |" % (cell(s, col) if s and s.get(metric)
                                        else "n/a")
                 out.append(line)
             out.append("")
 
-        table("Throughput relative to `cpu` (median of verified runs; "
-              "min-max of Mpps in brackets):", ["cpu Mpps"] + others,
+        fixed = [r for r in rows if r["config"] == config
+                 and r["protocol"] == "fixed"]
+        if fixed:
+            out.append("#### Fixed load: %d frames per second offered, in "
+                       "bursts\n" % int(fixed[0]["offered_pps"]))
+            out.append(MEANING["fixed"] + "\n")
+            table("fixed", "PMD busy cycles per packet, median (ratio to "
+                  "`cpu` in bold; frames lost in brackets):",
+                  ["cpu cycles"] + others,
+                  lambda s, col: ("%.0f (%s %% lost)" % (
+                      s["cycles"][0], _fmt(s["loss_pct"], "%.3f"))
+                      if col == "cpu cycles" else "%.0f **%s** (%s %% lost)"
+                      % (s["cycles"][0], _fmt(s["ratio"]),
+                         _fmt(s["loss_pct"], "%.3f"))), "cycles")
+        if any(k[0] == config and k[1] == "lossless" for k in summary):
+            out.append("#### Lossless rate\n")
+            out.append(MEANING["lossless"] + "\n")
+            table("lossless", "Highest rate with 0 frames lost, median Mpps "
+                  "offered (ratio to `cpu` in bold):", ["cpu Mpps"] + others,
+                  lambda s, col: ("%.3f" % (s["lossless"][0] / 1e6)
+                                  if col == "cpu Mpps" else "%.3f **%s**" % (
+                                      s["lossless"][0] / 1e6,
+                                      _fmt(s["ratio"]))), "lossless")
+        if not keys_of("saturation"):
+            continue
+        out.append("#### Saturation\n")
+        out.append(MEANING["saturation"] + "\n")
+        table("saturation", "Throughput relative to `cpu` (median of "
+              "verified runs; min-max of Mpps in brackets):",
+              ["cpu Mpps"] + others,
               lambda s, col: ("%.3f (%.3f-%.3f)" % s["mpps"]
                               if col == "cpu Mpps"
                               else "**%s** (%.3f-%.3f)" % (
                                   _fmt(s["ratio"]), s["mpps"][1],
                                   s["mpps"][2])))
-        table("PMD processing cycles per packet, median (Tx packets per "
-              "batch in brackets):", modes,
+        table("saturation", "PMD processing cycles per packet, median (Tx "
+              "packets per batch in brackets):", modes,
               lambda s, col: "%.0f (%.1f)" % (s["cycles"][0],
                                                s["batch"][0]))
-        table("DMA copies per run and deferred completion latency, median:",
-              others,
+        table("saturation", "DMA copies per run and deferred completion "
+              "latency, median:", others,
               lambda s, col: "%.0f, %.0f us" % (s["dma"][0],
                                                 s["latency"][0]))
         if "auto" in modes and "defer" in modes:
-            out.append(auto_target(summary, config, keys))
+            out.append(auto_target(summary, config, keys_of("saturation")))
     bad = [r for r in rows if r["verdict"] != "verified"]
     out.append("Runs: %d, verified: %d.%s" % (
         len(rows), len(rows) - len(bad),
         "" if not bad else " Not verified: " + "; ".join(
-            "%s %s %s B %s rep %s: %s %s" % (
+            "%s %s %s B %s rep %s %s: %s %s" % (
                 r["config"], r["pattern"], r["size"], r["mode"],
-                int(r["rep"]) + 1, r["verdict"], r.get("error", ""))
+                int(r["rep"]) + 1, r["protocol"], r["verdict"],
+                r.get("error", ""))
             for r in bad)))
     return "\n".join(out) + "\n", summary
 
 
+# The panels of a plot: (protocol, summary field, y label, title).
+PANELS = [
+    ("saturation", "ratio", "throughput / cpu",
+     "saturation throughput relative to cpu"),
+    ("fixed", "cycles", "PMD busy cycles per packet",
+     "PMD cycles per packet at the fixed load"),
+    ("saturation", "cycles", "PMD busy cycles per packet",
+     "PMD cycles per packet at saturation"),
+    ("lossless", "ratio", "lossless rate / cpu",
+     "lossless rate relative to cpu"),
+]
+
+
 def plot(summary, modes, out_dir):
-    """PNG plots per configuration and pattern: throughput ratio to cpu and
-    PMD cycles per packet against frame size, one line per mode.  Returns
-    the files written, or raises ImportError without matplotlib."""
+    """PNG plots per configuration and pattern, one line per mode against
+    frame size: saturation throughput relative to cpu, PMD cycles per
+    packet (at the fixed load if there is one, else at saturation) and the
+    lossless rate relative to cpu if it was searched.  Returns the files
+    written, or raises ImportError without matplotlib."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     files = []
-    groups = sorted({(k[0], k[1]) for k in summary})
+    groups = sorted({(k[0], k[2]) for k in summary})
     for config, pattern in groups:
-        sizes = sorted({k[2] for k in summary
-                        if k[0] == config and k[1] == pattern})
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-        for m in modes:
-            xs, ratio, cyc = [], [], []
-            for size in sizes:
-                s = summary.get((config, pattern, size, m))
-                if s and s["mpps"]:
-                    xs.append(size)
-                    ratio.append(s["ratio"] if s["ratio"] is not None
-                                 else float("nan"))
-                    cyc.append(s["cycles"][0])
-            if xs:
-                ax1.plot(xs, ratio, marker="o", label=m)
-                ax2.plot(xs, cyc, marker="o", label=m)
-        ax1.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
-        ax1.set_xlabel("frame size (B)")
-        ax1.set_ylabel("throughput / cpu")
-        ax1.set_title("throughput relative to cpu")
-        ax2.set_xlabel("frame size (B)")
-        ax2.set_ylabel("PMD cycles per packet")
-        ax2.set_title("PMD processing cycles per packet")
-        for ax in (ax1, ax2):
+        have = {k[1] for k in summary if k[0] == config and k[2] == pattern}
+        panels = [p for p in PANELS if p[0] in have]
+        if "fixed" in have:
+            panels = [p for p in panels
+                      if p[:2] != ("saturation", "cycles")]
+        fig, axes = plt.subplots(1, len(panels),
+                                 figsize=(5.5 * len(panels), 4))
+        axes = axes if len(panels) > 1 else [axes]
+        for ax, (protocol, field, ylabel, title) in zip(axes, panels):
+            sizes = sorted({k[3] for k in summary if k[0] == config
+                            and k[1] == protocol and k[2] == pattern})
+            for m in modes:
+                xs, ys = [], []
+                for size in sizes:
+                    s = summary.get((config, protocol, pattern, size, m))
+                    v = s.get(field) if s else None
+                    if v is not None:
+                        xs.append(size)
+                        ys.append(v[0] if isinstance(v, tuple) else v)
+                if xs:
+                    ax.plot(xs, ys, marker="o", label=m)
+            if field == "ratio":
+                ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+            ax.set_xlabel("frame size (B)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
             ax.grid(True, alpha=0.3)
             ax.legend()
         fig.suptitle("%s, %s traffic" % (config, pattern))
@@ -445,14 +652,17 @@ def plot(summary, modes, out_dir):
 
 
 def load_rows(path):
-    """Rows of a runs.csv written by run_benchmark()."""
+    """Rows of a runs.csv written by run_benchmark() (runs before the
+    protocols existed are saturation runs)."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
     for r in rows:
-        for k in ("mpps", "gbps", "cycles_per_pkt", "pkts_per_batch",
-                  "pmd_busy_pct", "completion_latency_us"):
+        r["protocol"] = r.get("protocol") or "saturation"
+        for k in ("mpps", "tx_mpps", "gbps", "cycles_per_pkt",
+                  "pkts_per_batch", "pmd_busy_pct", "completion_latency_us"):
             r[k] = float(r[k]) if r.get(k) not in (None, "") else 0.0
         for k in ("dma_copies", "cpu_copies", "switch_dropped", "lost",
-                  "tx_pkts", "rx_pkts", "size", "pmds", "ports", "rep"):
+                  "tx_pkts", "rx_pkts", "size", "pmds", "ports", "rep",
+                  "offered_pps"):
             r[k] = int(float(r[k])) if r.get(k) not in (None, "") else 0
     return rows
