@@ -36,6 +36,7 @@ from ovs_async import parse, traffic
 from ovs_async.modes import ASYNC_MODES
 from ovs_async.sandbox import SandboxError
 from ovs_async.wait import wait_until
+from ovs_async.watch import Responsiveness
 
 
 ENGINE = "dma_swcopy0"
@@ -48,49 +49,6 @@ HELD = 256
 # than the event needs to reach the copies, shorter than the 2 s for which
 # a clear waits for an engine.
 RELEASE_MS = 1000
-
-# The main thread must answer 'ovs-appctl version' within this bound
-# throughout (a bound on blocking, not a speed test).
-ANSWER_S = 5.0
-
-
-class Responsiveness(threading.Thread):
-    """Runs 'ovs-appctl version' back to back and records the slowest
-    answer (or that one never came)."""
-
-    def __init__(self, sb):
-        super().__init__(daemon=True)
-        self.sb = sb
-        self.worst = 0.0
-        self.failures = []
-        self.count = 0
-        self._done = threading.Event()
-
-    def run(self):
-        while not self._done.is_set():
-            start = time.time()
-            try:
-                r = subprocess.run(
-                    [self.sb._bin("utilities/ovs-appctl"), "--timeout=%d"
-                     % (ANSWER_S * 4), "--target=" + self.sb.ctl_path(),
-                     "version"], capture_output=True, text=True,
-                    env=self.sb.env, timeout=ANSWER_S * 4)
-                if r.returncode and not self._done.is_set():
-                    self.failures.append(r.stderr.strip())
-            except subprocess.TimeoutExpired:
-                self.failures.append("no answer in %d s" % (ANSWER_S * 4))
-            self.worst = max(self.worst, time.time() - start)
-            self.count += 1
-            time.sleep(0.05)
-
-    def finish(self):
-        self._done.set()
-        self.join(timeout=ANSWER_S * 5)
-        assert self.count > 0
-        assert not self.failures, self.failures
-        assert self.worst < ANSWER_S, "main thread blocked %.1f s" % (
-            self.worst)
-
 
 def lifecycle_sandbox(factory, mode, **kwargs):
     other = dict(kwargs.pop("other_config", {}))

@@ -37,6 +37,7 @@ import time
 from ovs_async import traffic
 from ovs_async.modes import COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
+from ovs_async.watch import ANSWER_S
 
 ENGINE = "dma_swcopy0"
 MODES = list(COPY_MODES)
@@ -49,9 +50,6 @@ HOLD_COPIES = 64
 HOLD_WAIT_S = 2.0
 HOLD_RELEASE_MS = 300
 
-# Bound on how long the main thread may take to answer (blocking, not
-# speed).
-ANSWER_S = 5.0
 
 
 class Soak(object):
