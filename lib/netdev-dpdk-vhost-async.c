@@ -49,6 +49,7 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 COVERAGE_DEFINE(vhost_async_tx_contention);
 COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
+COVERAGE_DEFINE(vhost_async_enable_passed_over);
 
 /* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue). */
 #define TXQ_VRING(QID) ((QID) * 2)
@@ -1368,6 +1369,73 @@ set_channels(struct vhost_async *async, int vid, bool on, bool locked)
     return ok;
 }
 
+/* vhost-user's SET_VRING_ENABLE message, as the protocol lays it out: its
+ * header, then the vring state. */
+#define VHOST_USER_SET_VRING_ENABLE 18
+struct vhost_user_vring_state_msg {
+    uint32_t request;
+    uint32_t flags;
+    uint32_t size;
+    uint32_t index;             /* The vring. */
+    uint32_t num;               /* 1: enable, 0: disable. */
+};
+
+/* Runs in vhost's message thread before vhost handles each message of a
+ * running device, with the device's queue locks held.  It handles the
+ * guest's SET_VRING_ENABLE of a guest Rx vring with copies in flight, as
+ * Linux's virtio-net sends them when it changes its queue count
+ * (ethtool -L): QEMU then disables the queue pairs it drops and enables
+ * every one it keeps, those already enabled too.
+ *
+ * - A disable: the copies are finished now, while the vring is enabled.
+ *   vhost 22.11 completes copies of a disabled vring without giving their
+ *   buffers back to the guest, which then never gets them back, and the
+ *   queue is dead once the guest enables it again.
+ * - An enable: vhost 22.11 refuses to enable a vring with copies in
+ *   flight, and closes the connection.  An enable of an enabled vring
+ *   changes nothing, so it is passed over, and vhost tells the guest that
+ *   it succeeded.  A disabled vring with copies in flight (after a clear
+ *   that gave up on an engine) is cleared first. */
+static enum rte_vhost_msg_result
+vhost_async_pre_msg(int vid, void *msg_)
+{
+    const struct vhost_user_vring_state_msg *msg = msg_;
+    enum rte_vhost_msg_result result = RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+    struct vhost_async *async;
+    uint32_t vring = msg->index;
+
+    if (msg->request != VHOST_USER_SET_VRING_ENABLE
+        || vid < 0 || vid >= RTE_MAX_VHOST_DEVICE
+        || vring >= 2 * MAX_TXQ || vring % 2) {
+        return result;
+    }
+    ovs_mutex_lock(&vid_mutex);
+    async = vid_map[vid];
+    if (async && async->channel[vring]
+        && vhost_inflight(async, vid, vring / 2, true) > 0) {
+        if (msg->num && vring_bits[vid]
+            && bitmap_is_set(vring_bits[vid], VRING_ON(vring))) {
+            COVERAGE_INC(vhost_async_enable_passed_over);
+            VLOG_DBG("%s: vring %"PRIu32" is enabled already: passing over "
+                     "its enable, with copies in flight", async->name,
+                     vring);
+            result = RTE_VHOST_MSG_RESULT_OK;
+        } else if (!clear_txq(async, vid, vring / 2, true)) {
+            VLOG_ERR("%s: %d copies of txq %"PRIu32" still in flight %d ms "
+                     "after the guest asked to %s its vring: the DMA engine "
+                     "does not complete them", async->name,
+                     vhost_inflight(async, vid, vring / 2, true), vring / 2,
+                     DRAIN_TIMEOUT_MS, msg->num ? "enable" : "disable");
+        }
+    }
+    ovs_mutex_unlock(&vid_mutex);
+    return result;
+}
+
+static const struct rte_vhost_user_extern_ops vhost_async_extern_ops = {
+    .pre_msg_handle = vhost_async_pre_msg,
+};
+
 void
 vhost_async_new_device(struct vhost_async *async, int vid)
 {
@@ -1377,6 +1445,13 @@ vhost_async_new_device(struct vhost_async *async, int vid)
     ovs_mutex_lock(&vid_mutex);
     vid_map[vid] = async;
     ovs_mutex_unlock(&vid_mutex);
+
+    if (rte_vhost_extern_callback_register(vid, &vhost_async_extern_ops,
+                                           NULL)) {
+        VLOG_WARN("%s: cannot watch vhost-user messages of device %d: a "
+                  "guest that enables a vring with copies in flight would "
+                  "lose its connection", async->name, vid);
+    }
 
     memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
     if (mode_of(async)->dma) {
@@ -1495,6 +1570,7 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
                  vhost_inflight(async, vid, vring / 2, true), vring / 2,
                  DRAIN_TIMEOUT_MS);
     }
+
     if (!forward) {
         COVERAGE_INC(vhost_async_vring_bracket);
         VLOG_DBG("vid %d: vring %"PRIu16" is disabled: the %s around a "

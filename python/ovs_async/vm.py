@@ -1,0 +1,271 @@
+# Copyright (c) 2026 The Open vSwitch async vhost fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Real guests: QEMU virtual machines with the Linux virtio-net driver on
+the dpdkvhostuserclient ports of a sandbox.
+
+image() builds, once per kernel, a boot image from Debian packages: the
+kernel of linux-image-amd64 and an initramfs with its virtio modules,
+busybox-static, ethtool and iperf3 (with the libraries they load).  VM
+runs one qemu-system-x86_64 (TCG: a nested Linux guest does not boot
+under KVM here; guest memory in a shared memfd; QEMU the vhost-user
+server on the sandbox's socket of the port) and drives the guest's shell
+through its serial console: run() sends a command line and returns its
+output, and raises VMError if it fails."""
+
+import glob
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+from ovs_async.sandbox import SandboxError
+
+# Guest modules, in load order.
+MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev",
+           "virtio_pci_legacy_dev", "virtio_pci", "failover",
+           "net_failover", "virtio_net"]
+# Programs of the image besides busybox, and where they go.
+PROGRAMS = ["/usr/sbin/ethtool", "/usr/bin/iperf3"]
+PACKAGES = ["qemu-system-x86", "linux-image-amd64", "busybox-static",
+            "ethtool", "iperf3"]
+
+CACHE = os.path.join(tempfile.gettempdir(), "ovs-async-vm")
+
+# The guest's /init: modules, the address from the kernel command line
+# (vm_ip=ADDR/LEN), then a shell loop on the console that runs each line
+# it reads and prints a marker with the status.
+INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp /www
+dmesg -n 1
+for m in %(modules)s; do insmod /modules/$m.ko || echo "insmod $m failed"; done
+ip=$(sed -n 's/.*vm_ip=\\([^ ]*\\).*/\\1/p' /proc/cmdline)
+ip link set lo up
+ip link set eth0 up
+ip addr add $ip dev eth0
+stty -echo 2>/dev/null
+echo VM-READY
+while IFS= read -r line; do
+    eval "$line"
+    echo "@@rc=$?@@"
+done
+poweroff -f
+"""
+
+
+class VMError(SandboxError):
+    pass
+
+
+def kernel_version():
+    """The newest kernel that has both an image in /boot and modules."""
+    found = []
+    for path in glob.glob("/boot/vmlinuz-*"):
+        ver = path[len("/boot/vmlinuz-"):]
+        if os.path.isdir(os.path.join("/lib/modules", ver)):
+            found.append(ver)
+    if not found:
+        raise VMError("no kernel in /boot with modules in /lib/modules: "
+                      "apt-get install %s" % " ".join(PACKAGES))
+    return sorted(found, key=lambda v: [int(x) if x.isdigit() else x
+                                        for x in re.split(r"[.-]", v)])[-1]
+
+
+def missing_tools():
+    tools = ["/usr/bin/qemu-system-x86_64", "/bin/busybox"] + PROGRAMS
+    return [t for t in tools if not os.access(t, os.X_OK)]
+
+
+def _libraries(program):
+    """The shared objects that 'program' loads, by their absolute paths,
+    the dynamic loader included."""
+    out = subprocess.run(["ldd", program], capture_output=True, text=True,
+                         check=True).stdout
+    libs = re.findall(r"=> (/\S+)", out)
+    libs += re.findall(r"^\s*(/\S+ld-linux\S*)", out, re.M)
+    return libs
+
+
+def _module(kver, name):
+    for ext in (".ko", ".ko.xz"):
+        hits = glob.glob(os.path.join("/lib/modules", kver, "kernel", "**",
+                                      name + ext), recursive=True)
+        if hits:
+            return hits[0]
+    raise VMError("kernel %s has no module %s" % (kver, name))
+
+
+def image():
+    """(kernel, initramfs) of the guest, built into CACHE once per kernel
+    version and contents."""
+    missing = missing_tools()
+    if missing:
+        raise VMError("missing %s: apt-get install %s"
+                      % (", ".join(missing), " ".join(PACKAGES)))
+    kver = kernel_version()
+    kernel = "/boot/vmlinuz-" + kver
+    initrd = os.path.join(CACHE, "initrd-%s-%d.img" % (kver, os.getpid()))
+    stable = os.path.join(CACHE, "initrd-%s.img" % kver)
+    if os.path.exists(stable):
+        return kernel, stable
+    os.makedirs(CACHE, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="root-", dir=CACHE)
+    try:
+        for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev",
+                  "modules", "lib64", "lib/x86_64-linux-gnu", "etc"):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
+        for prog in PROGRAMS:
+            shutil.copy(prog, root + prog)
+            for lib in _libraries(prog):
+                dest = root + lib
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy(lib, dest)
+        for name in MODULES:
+            src = _module(kver, name)
+            dest = os.path.join(root, "modules", name + ".ko")
+            if src.endswith(".xz"):
+                with lzma.open(src) as f, open(dest, "wb") as out:
+                    out.write(f.read())
+            else:
+                shutil.copy(src, dest)
+        with open(os.path.join(root, "init"), "w") as f:
+            f.write(INIT % {"modules": " ".join(MODULES)})
+        os.chmod(os.path.join(root, "init"), 0o755)
+        files = subprocess.run(["find", "."], cwd=root, capture_output=True,
+                               check=True).stdout
+        with open(initrd, "wb") as out:
+            subprocess.run(["cpio", "--quiet", "-o", "-H", "newc"], cwd=root,
+                           input=files, stdout=out, check=True)
+        os.replace(initrd, stable)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return kernel, stable
+
+
+class VM(object):
+    """A QEMU guest on port 'port' of sandbox 'sb', at 'ip' (ADDR/LEN),
+    with 'queues' queue pairs (the Linux driver enables as many as it has
+    vCPUs, one here), on CPU 'cpu'."""
+
+    def __init__(self, sb, port, ip, name=None, queues=1, cpu=None,
+                 mac=None, mem_mb=256):
+        self.sb = sb
+        self.port = port
+        self.ip = ip
+        self.addr = ip.split("/")[0]
+        self.name = name or "vm-" + port
+        self.queues = queues
+        kernel, initrd = image()
+        self.log_path = os.path.join(sb.logdir, self.name + ".console")
+        self._log = open(self.log_path, "w")
+        self._buf = ""
+        self._cond = threading.Condition()
+        mac = mac or "02:00:00:00:01:%02x" % (int(port.lstrip("v")) + 1)
+        netdev = "vhost-user,id=n0,chardev=c0"
+        device = "virtio-net-pci,netdev=n0,mac=%s,vectors=0,romfile=" % mac
+        if queues > 1:
+            netdev += ",queues=%d" % queues
+            device += ",mq=on"
+        argv = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max",
+                "-smp", "1", "-m", str(mem_mb), "-nodefaults",
+                "-no-user-config", "-display", "none", "-no-reboot",
+                "-object", "memory-backend-memfd,id=mem,size=%dM,share=on"
+                % mem_mb, "-machine", "pc,memory-backend=mem",
+                "-kernel", kernel, "-initrd", initrd,
+                "-append", "console=ttyS0 quiet panic=-1 vm_ip=%s" % ip,
+                "-chardev", "socket,id=c0,path=%s,server=on,wait=off"
+                % sb.sock(port),
+                "-netdev", netdev, "-device", device, "-serial", "stdio"]
+        cpu = sb.guest_cpu if cpu is None else cpu
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        while True:
+            data = self.proc.stdout.read1(65536)
+            if not data:
+                break
+            text = data.decode(errors="replace").replace("\r", "")
+            self._log.write(text)
+            self._log.flush()
+            with self._cond:
+                self._buf += text
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def _wait_text(self, pattern, timeout):
+        """Waits for 'pattern' (a regular expression) in the console output
+        since the last match; returns its match and drops what came before
+        and with it."""
+        deadline = time.time() + timeout
+        with self._cond:
+            while True:
+                m = re.search(pattern, self._buf)
+                if m:
+                    self._buf = self._buf[m.end():]
+                    return m, self._buf
+                left = deadline - time.time()
+                if left <= 0 or (not self.running() and not m):
+                    raise VMError("%s: no %r on its console within %d s; "
+                                  "see %s" % (self.name, pattern, timeout,
+                                              self.log_path))
+                self._cond.wait(min(left, 0.5))
+
+    def wait_ready(self, timeout=120):
+        self._wait_text(r"VM-READY\n", timeout)
+        return self
+
+    def run(self, command, timeout=60, check=True):
+        """Runs 'command' in the guest's shell; returns (status, output)
+        and raises VMError if 'check' and it failed."""
+        with self._cond:
+            self._buf = ""
+        self.proc.stdin.write((command + "\n").encode())
+        self.proc.stdin.flush()
+        m, _ = self._wait_text(r"@@rc=(\d+)@@\n", timeout)
+        out = m.string[:m.start()]
+        status = int(m.group(1))
+        if check and status:
+            raise VMError("%s: %r exited %d:\n%s" % (self.name, command,
+                                                     status, out[-2000:]))
+        return status, out
+
+    def stop(self, timeout=10):
+        """Ends QEMU (the guest vanishes, as a VM killed by its host)."""
+        if self.running():
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=5)
+        self._log.close()
