@@ -28,4 +28,10 @@
  * NEWS. */
 #define OVS_FORK_VERSION_SUFFIX "+async"
 
+/* Where the fork's bugs are reported: configure's bug-report address, which
+ * "configure --help" and a failing testsuite print.  A fault of the fork is
+ * not upstream's and does not belong on bugs@openvswitch.org.  Read by the
+ * same two configure.ac files as the suffix. */
+#define OVS_FORK_BUGREPORT "the openvswitch-async issue tracker"
+
 #endif /* ovs-fork.h */

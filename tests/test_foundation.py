@@ -93,6 +93,32 @@ def test_one_version_identity(build, sandbox):
     assert not wrong, "not %s: %s" % (want, wrong)
 
 
+def test_bug_address_is_the_forks(build):
+    """configure's bug-report address, which "configure --help" and a
+    failing testsuite print, is the fork's, never upstream's list."""
+    want = fork_define("OVS_FORK_BUGREPORT")
+    assert "openvswitch.org" not in want
+    seen = {}
+    with open(os.path.join(build, "config.h")) as f:
+        m = re.search(r'^#define PACKAGE_BUGREPORT "(.*)"$', f.read(), re.M)
+    seen["config.h"] = m and m.group(1)
+    with open(os.path.join(build, "package.m4")) as f:
+        m = re.search(r"AT_PACKAGE_BUGREPORT\], \[(.*)\]\)", f.read())
+    seen["package.m4"] = m and m.group(1)
+    with open(os.path.join(build, "tests", "testsuite"),
+              errors="replace") as f:
+        m = re.search(r"^\s+To: <(.*)>$", f.read(), re.M)
+    seen["testsuite"] = m and m.group(1)
+    for tree in (build, TOP):
+        helptext = subprocess.run([os.path.join(tree, "configure"), "--help"],
+                                  capture_output=True, text=True,
+                                  check=True).stdout
+        m = re.search(r"^Report bugs to <(.*)>\.$", helptext, re.M)
+        seen[os.path.relpath(tree, TOP) + "/configure"] = m and m.group(1)
+    wrong = {k: v for k, v in seen.items() if v != want}
+    assert not wrong, "not %r: %s" % (want, wrong)
+
+
 @pytest.fixture(scope="module")
 def jumbo_sandbox(module_sandbox_factory):
     return module_sandbox_factory(ports=2, mtu=9000)
