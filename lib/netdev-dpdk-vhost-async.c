@@ -297,6 +297,10 @@ static struct ovs_mutex vid_mutex = OVS_MUTEX_INITIALIZER;
 #define VRING_BRACKET(VR) (2 * (VR) + 1)
 static unsigned long *vring_bits[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
+/* Per vid, true while vhost handles a SET_MEM_TABLE message (from its
+ * pre-message call to the next message's): the vring state changes it
+ * notifies meanwhile are its bracket, not the guest's. */
+static bool in_mem_table[RTE_MAX_VHOST_DEVICE] OVS_GUARDED_BY(vid_mutex);
 static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
 
@@ -1369,8 +1373,9 @@ set_channels(struct vhost_async *async, int vid, bool on, bool locked)
     return ok;
 }
 
-/* vhost-user's SET_VRING_ENABLE message, as the protocol lays it out: its
- * header, then the vring state. */
+/* vhost-user messages, as the protocol numbers and lays them out: the
+ * header, then (for SET_VRING_ENABLE) the vring state. */
+#define VHOST_USER_SET_MEM_TABLE 5
 #define VHOST_USER_SET_VRING_ENABLE 18
 struct vhost_user_vring_state_msg {
     uint32_t request;
@@ -1381,8 +1386,10 @@ struct vhost_user_vring_state_msg {
 };
 
 /* Runs in vhost's message thread before vhost handles each message of a
- * running device, with the device's queue locks held.  It handles the
- * guest's SET_VRING_ENABLE of a guest Rx vring with copies in flight, as
+ * running device, with the device's queue locks held for the messages
+ * that change vrings.  It marks the span of a SET_MEM_TABLE (see
+ * vhost_async_vring_state_changed()), and it handles the guest's
+ * SET_VRING_ENABLE of a guest Rx vring with copies in flight, as
  * Linux's virtio-net sends them when it changes its queue count
  * (ethtool -L): QEMU then disables the queue pairs it drops and enables
  * every one it keeps, those already enabled too.
@@ -1396,22 +1403,23 @@ struct vhost_user_vring_state_msg {
  *   changes nothing, so it is passed over, and vhost tells the guest that
  *   it succeeded.  A disabled vring with copies in flight (after a clear
  *   that gave up on an engine) is cleared first. */
-static enum rte_vhost_msg_result
-vhost_async_pre_msg(int vid, void *msg_)
+bool
+vhost_async_pre_message(int vid, const void *msg_)
 {
     const struct vhost_user_vring_state_msg *msg = msg_;
-    enum rte_vhost_msg_result result = RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+    bool handled = false;
     struct vhost_async *async;
     uint32_t vring = msg->index;
 
-    if (msg->request != VHOST_USER_SET_VRING_ENABLE
-        || vid < 0 || vid >= RTE_MAX_VHOST_DEVICE
-        || vring >= 2 * MAX_TXQ || vring % 2) {
-        return result;
+    if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
+        return false;
     }
     ovs_mutex_lock(&vid_mutex);
+    in_mem_table[vid] = msg->request == VHOST_USER_SET_MEM_TABLE;
     async = vid_map[vid];
-    if (async && async->channel[vring]
+    if (msg->request == VHOST_USER_SET_VRING_ENABLE
+        && vring < 2 * MAX_TXQ && !(vring % 2)
+        && async && async->channel[vring]
         && vhost_inflight(async, vid, vring / 2, true) > 0) {
         if (msg->num && vring_bits[vid]
             && bitmap_is_set(vring_bits[vid], VRING_ON(vring))) {
@@ -1419,7 +1427,7 @@ vhost_async_pre_msg(int vid, void *msg_)
             VLOG_DBG("%s: vring %"PRIu32" is enabled already: passing over "
                      "its enable, with copies in flight", async->name,
                      vring);
-            result = RTE_VHOST_MSG_RESULT_OK;
+            handled = true;
         } else if (!clear_txq(async, vid, vring / 2, true)) {
             VLOG_ERR("%s: %d copies of txq %"PRIu32" still in flight %d ms "
                      "after the guest asked to %s its vring: the DMA engine "
@@ -1429,7 +1437,14 @@ vhost_async_pre_msg(int vid, void *msg_)
         }
     }
     ovs_mutex_unlock(&vid_mutex);
-    return result;
+    return handled;
+}
+
+static enum rte_vhost_msg_result
+vhost_async_pre_msg(int vid, void *msg)
+{
+    return (vhost_async_pre_message(vid, msg)
+            ? RTE_VHOST_MSG_RESULT_OK : RTE_VHOST_MSG_RESULT_NOT_HANDLED);
 }
 
 static const struct rte_vhost_user_extern_ops vhost_async_extern_ops = {
@@ -1480,9 +1495,11 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
         return;
     }
     ovs_mutex_lock(&vid_mutex);
-    /* The vid's next connection starts with every vring disabled. */
+    /* The vid's next connection (or life, after a reset) starts with every
+     * vring disabled. */
     free(vring_bits[vid]);
     vring_bits[vid] = NULL;
+    in_mem_table[vid] = false;
     if (!async) {
         /* The port is being deleted: netdev-dpdk took it off its list
          * before unregistering its socket, and no PMD polls it any more,
@@ -1507,7 +1524,13 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
             stat_add(&async->stats.tx_failed, 1);
         }
     }
-    /* vhost frees the channels with the device. */
+    /* A device reset (a guest that reboots) keeps the connection and
+     * vhost's async channels, which the next new_device could not
+     * register again: unregister them, now that nothing is in flight.  A
+     * connection that closes takes them with it anyway. */
+    if (!left) {
+        set_channels(async, vid, false, false);
+    }
     memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
     ovs_mutex_unlock(&async->lc_mutex);
 
@@ -1526,8 +1549,11 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
  * ASYNC_COPY, it disables every vring (so that DMA stops) and then enables
  * every vring, also those the guest had disabled.  Forwarded, those
  * enables would make netdev-dpdk send to and poll queues the guest does
- * not use.  So a disable of a vring that is disabled, which only that
- * bracket sends, is not forwarded, and neither is the enable after it.
+ * not use.  So while vhost handles a SET_MEM_TABLE (marked by
+ * vhost_async_pre_message()), the disable of a vring that is disabled is
+ * not forwarded, and neither is the enable after it.  Outside it every
+ * change is: a guest that boots with fewer queue pairs than it has
+ * disables vrings it never enabled, and netdev-dpdk must know.
  *
  * When a guest Rx vring is disabled (also before guest memory is
  * remapped), vhost holds the queue locks so that the copies in flight can
@@ -1548,14 +1574,17 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
         bits = vring_bits[vid] = bitmap_allocate(2 * MAX_VRINGS);
     }
     if (!enable) {
-        if (!bitmap_is_set(bits, VRING_ON(vring))) {
+        if (in_mem_table[vid] && !bitmap_is_set(bits, VRING_ON(vring))) {
             bitmap_set1(bits, VRING_BRACKET(vring));
             forward = false;
         }
         bitmap_set0(bits, VRING_ON(vring));
     } else if (bitmap_is_set(bits, VRING_BRACKET(vring))) {
         bitmap_set0(bits, VRING_BRACKET(vring));
-        forward = false;
+        forward = !in_mem_table[vid];
+        if (forward) {
+            bitmap_set1(bits, VRING_ON(vring));
+        }
     } else {
         bitmap_set1(bits, VRING_ON(vring));
     }

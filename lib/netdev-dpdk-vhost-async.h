@@ -66,6 +66,12 @@ void vhost_async_destroy_device(struct vhost_async *, int vid);
  * change. */
 bool vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
 
+/* vhost's pre-message handler of a running device, registered by
+ * vhost_async_new_device(): 'msg' is the vhost-user message that vhost is
+ * about to handle.  Returns true if vhost must not handle it (it would
+ * change nothing and fail). */
+bool vhost_async_pre_message(int vid, const void *msg);
+
 /* Datapath.  vhost_async_active() says whether the send path must go
  * through vhost_async_send() instead of rte_vhost_enqueue_burst(). */
 bool vhost_async_active(const struct vhost_async *);

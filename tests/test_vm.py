@@ -44,25 +44,46 @@ RELEASE_MS = 1000
 FILE_KB = 4096
 
 
+def serve(b):
+    """vm-b, booted: a file of random bytes over HTTP, and iperf3."""
+    b.wait_ready()
+    b.run("dd if=/dev/urandom of=/www/f bs=1024 count=%d 2>/dev/null"
+          % FILE_KB)
+    b.run("httpd -p 8080 -h /www")
+    b.run("iperf3 -s -D")
+    return b
+
+
+def start_b(sb):
+    return VM(sb, "v1", "198.18.0.2/24", name="vm-b", queues=2)
+
+
+class VMs(object):
+    def __init__(self, sb):
+        self.sb = sb
+        self.a = VM(sb, "v0", "198.18.0.1/24", name="vm-a")
+        self.b = start_b(sb)
+        self.a.wait_ready()
+        serve(self.b)
+
+    def __iter__(self):
+        return iter((self.sb, self.a, self.b))
+
+
 @pytest.fixture(scope="module")
 def vms(module_sandbox_factory):
     missing = missing_tools()
     assert not missing, "missing %s (the test command installs them)" % (
         missing)
     sb = module_sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
-    a = VM(sb, "v0", "198.18.0.1/24", name="vm-a")
-    b = VM(sb, "v1", "198.18.0.2/24", name="vm-b", queues=2)
+    pair = None
     try:
-        a.wait_ready()
-        b.wait_ready()
-        b.run("dd if=/dev/urandom of=/www/f bs=1024 count=%d 2>/dev/null"
-              % FILE_KB)
-        b.run("httpd -p 8080 -h /www")
-        b.run("iperf3 -s -D")
-        yield sb, a, b
+        pair = VMs(sb)
+        yield pair
     finally:
-        a.stop()
-        b.stop()
+        if pair:
+            pair.a.stop()
+            pair.b.stop()
 
 
 def md5(vm, path):
@@ -121,6 +142,103 @@ def test_vm_traffic(vms, mode):
         assert counters["DMA copies submitted"] == 0, counters
 
 
+def pin_auto(sb, mode):
+    """'auto' pinned to DMA for frames of 64 B and more."""
+    if mode == "auto":
+        sb.vsctl("set", "Open_vSwitch", ".",
+                 "other_config:vhost-copy-auto-threshold=64")
+
+
+def unpin_auto(sb, mode):
+    sb.swcopy("release", ENGINE)
+    if mode == "auto":
+        sb.vsctl("remove", "Open_vSwitch", ".", "other_config",
+                 "vhost-copy-auto-threshold")
+    set_mode(sb, "cpu")
+
+
+def udp_stream(sb, a, b, seconds):
+    """UDP from vm-a to vm-b, 10 Mbit/s; returns once it flows (its
+    control connection must be up before an engine is held)."""
+    a.run("iperf3 -c %s -u -b 10M -l 1400 -t %d > /tmp/udp.log 2>&1 &"
+          % (b.addr, seconds))
+    sent = sb.port_stats()["v1"]["tx_packets"]
+    wait_until(lambda: sb.port_stats()["v1"]["tx_packets"] > sent + 1000,
+               30, lambda: "no UDP stream: %s" % sb.port_stats())
+
+
+def hold_v1_copies(sb, txq=None):
+    """Holds the engine until HELD copies to vm-b are in flight (on Tx
+    queue 'txq', or on all); returns how many are."""
+    def count():
+        q = sb.txq_inflight()["v1"]
+        n = q.get(txq, 0) if txq is not None else sum(q.values())
+        return n if n >= HELD else 0
+    sb.swcopy("hold", ENGINE)
+    held = wait_until(count, 15,
+                      lambda: "only %s in flight" % sb.txq_inflight())
+    assert sb.swcopy_state(ENGINE)["held"].startswith("yes")
+    return held
+
+
+def check_recovered(sb, a, b, base):
+    """Alive, nothing left in flight or abandoned, a verified transfer on
+    the engine, mempools at their baseline."""
+    assert sb.vswitchd_alive()
+    with open(sb.vswitchd_log) as f:
+        log = f.read()
+    assert "still in flight" not in log and "abandoned" not in log
+    assert not any(sb.abandoned().values()), sb.abandoned()
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    fetch_verified(a, b)
+    assert sb.pmd_counters()["DMA copies submitted"] > 0
+    wait_until(lambda: not any(n for q in sb.txq_inflight().values()
+                               for n in q.values()), 10,
+               lambda: sb.txq_inflight(), interval=0.1)
+    assert sb.wait_mempools_back(base) == {}
+
+
+@pytest.mark.parametrize("event", ["reboot", "kill"])
+@pytest.mark.parametrize("mode", list(ASYNC_MODES))
+def test_vm_reboot_and_kill_with_copies_held(vms, mode, event):
+    """vm-b reboots (its driver resets the device: vhost destroys it) or
+    its QEMU is killed (SIGKILL: the connection drops) while copies to it
+    are held in flight and UDP streams into it.  The clear waits for the
+    engine, the main thread answers throughout, and once vm-b is back (a
+    new QEMU after a kill) it gets verified traffic on the engine, with
+    nothing left in flight or abandoned and mempools at their baseline."""
+    sb, a, b = vms
+    pin_auto(sb, mode)
+    try:
+        set_mode(sb, mode)
+        fetch_verified(a, b)
+        base = sb.mempool_in_use()
+        udp_stream(sb, a, b, 10)
+        probe = Responsiveness(sb)
+        probe.start()
+        held = hold_v1_copies(sb)
+        sb.swcopy("hold", ENGINE, RELEASE_MS)
+        if event == "reboot":
+            b.send("reboot -f")
+        else:
+            b.proc.kill()
+        wait_until(lambda: "v1" not in sb.txq_inflight()
+                   or not any(sb.txq_inflight()["v1"].values()), 10,
+                   lambda: sb.txq_inflight())
+        sb.swcopy("release", ENGINE)
+        probe.finish()
+        if event == "kill":
+            b.stop()
+            vms.b = b = start_b(sb)
+        serve(b)
+        print("%s, vm-b %s: %d copies held" % (mode, event, held))
+        # The stream's server went away with vm-b's old life.
+        a.run("killall iperf3; true")
+        check_recovered(sb, a, b, base)
+    finally:
+        unpin_auto(sb, mode)
+
+
 @pytest.mark.parametrize("mode", list(ASYNC_MODES))
 def test_vm_queue_count_change_with_copies_held(vms, mode):
     """vm-b's driver disables its second queue pair (ethtool -L, a control
@@ -130,30 +248,19 @@ def test_vm_queue_count_change_with_copies_held(vms, mode):
     flight or abandoned, mempools return to their baseline and the VMs
     carry verified traffic on both pairs again."""
     sb, a, b = vms
-    if mode == "auto":
-        sb.vsctl("set", "Open_vSwitch", ".",
-                 "other_config:vhost-copy-auto-threshold=64")
+    pin_auto(sb, mode)
     try:
         set_mode(sb, mode)
         set_pairs(sb, b, 2)
         fetch_verified(a, b)
         base = sb.mempool_in_use()
 
-        # UDP from vm-a to vm-b; the switch sends it on v1's txq 1 (its PMD
-        # has Tx queue id 1).
-        a.run("iperf3 -c %s -u -b 10M -l 1400 -t 12 > /tmp/udp.log 2>&1 &"
-              % b.addr)
-        # Its control connection must be up before the engine is held.
-        sent = sb.port_stats()["v1"]["tx_packets"]
-        wait_until(lambda: sb.port_stats()["v1"]["tx_packets"] > sent + 1000,
-                   30, lambda: "no UDP stream: %s" % sb.port_stats())
+        # The switch sends the stream on v1's txq 1 (its PMD has Tx queue
+        # id 1).
+        udp_stream(sb, a, b, 12)
         probe = Responsiveness(sb)
         probe.start()
-        sb.swcopy("hold", ENGINE)
-        held = wait_until(lambda: (lambda n: n if n >= HELD else 0)(
-            sb.txq_inflight()["v1"].get(1, 0)), 15,
-            lambda: "only %s in flight" % sb.txq_inflight())
-        assert sb.swcopy_state(ENGINE)["held"].startswith("yes")
+        held = hold_v1_copies(sb, txq=1)
         sb.swcopy("hold", ENGINE, RELEASE_MS)
         try:
             set_pairs(sb, b, 1)
@@ -165,23 +272,7 @@ def test_vm_queue_count_change_with_copies_held(vms, mode):
         print("%s: %d copies of txq 1 held while vm-b disabled its second "
               "queue pair" % (mode, held))
 
-        a.run("while pidof iperf3; do sleep 1; done; cat /tmp/udp.log",
-              timeout=60)
-        assert sb.vswitchd_alive()
-        with open(sb.vswitchd_log) as f:
-            log = f.read()
-        assert "still in flight" not in log and "abandoned" not in log
-        assert not any(sb.abandoned().values()), sb.abandoned()
-        sb.appctl("dpif-netdev/pmd-stats-clear")
-        fetch_verified(a, b)
-        assert sb.pmd_counters()["DMA copies submitted"] > 0
-        wait_until(lambda: not any(n for q in sb.txq_inflight().values()
-                                   for n in q.values()), 10,
-                   lambda: sb.txq_inflight(), interval=0.1)
-        assert sb.wait_mempools_back(base) == {}
+        a.run("while pidof iperf3; do sleep 1; done", timeout=60)
+        check_recovered(sb, a, b, base)
     finally:
-        sb.swcopy("release", ENGINE)
-        if mode == "auto":
-            sb.vsctl("remove", "Open_vSwitch", ".", "other_config",
-                     "vhost-copy-auto-threshold")
-        set_mode(sb, "cpu")
+        unpin_auto(sb, mode)

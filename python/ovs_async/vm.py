@@ -165,7 +165,9 @@ def image():
 class VM(object):
     """A QEMU guest on port 'port' of sandbox 'sb', at 'ip' (ADDR/LEN),
     with 'queues' queue pairs (the Linux driver enables as many as it has
-    vCPUs, one here), on CPU 'cpu'."""
+    vCPUs, one here), on CPU 'cpu'.  A guest that reboots boots again (its
+    device is reset, as a real VM's), and wait_ready() then waits for it
+    again."""
 
     def __init__(self, sb, port, ip, name=None, queues=1, cpu=None,
                  mac=None, mem_mb=256):
@@ -177,7 +179,7 @@ class VM(object):
         self.queues = queues
         kernel, initrd = image()
         self.log_path = os.path.join(sb.logdir, self.name + ".console")
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "a")
         self._buf = ""
         self._cond = threading.Condition()
         mac = mac or "02:00:00:00:01:%02x" % (int(port.lstrip("v")) + 1)
@@ -188,9 +190,10 @@ class VM(object):
             device += ",mq=on"
         argv = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max",
                 "-smp", "1", "-m", str(mem_mb), "-nodefaults",
-                "-no-user-config", "-display", "none", "-no-reboot",
+                "-no-user-config", "-display", "none",
                 "-object", "memory-backend-memfd,id=mem,size=%dM,share=on"
                 % mem_mb, "-machine", "pc,memory-backend=mem",
+                "-action", "reboot=reset,panic=exit-failure",
                 "-kernel", kernel, "-initrd", initrd,
                 "-append", "console=ttyS0 quiet panic=-1 vm_ip=%s" % ip,
                 "-chardev", "socket,id=c0,path=%s,server=on,wait=off"
@@ -243,13 +246,17 @@ class VM(object):
         self._wait_text(r"VM-READY\n", timeout)
         return self
 
-    def run(self, command, timeout=60, check=True):
-        """Runs 'command' in the guest's shell; returns (status, output)
-        and raises VMError if 'check' and it failed."""
+    def send(self, command):
+        """Gives 'command' to the guest's shell without waiting for it."""
         with self._cond:
             self._buf = ""
         self.proc.stdin.write((command + "\n").encode())
         self.proc.stdin.flush()
+
+    def run(self, command, timeout=60, check=True):
+        """Runs 'command' in the guest's shell; returns (status, output)
+        and raises VMError if 'check' and it failed."""
+        self.send(command)
         m, _ = self._wait_text(r"@@rc=(\d+)@@\n", timeout)
         out = m.string[:m.start()]
         status = int(m.group(1))
