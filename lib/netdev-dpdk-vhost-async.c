@@ -1407,9 +1407,10 @@ bool
 vhost_async_pre_message(int vid, const void *msg_)
 {
     const struct vhost_user_vring_state_msg *msg = msg_;
+    bool enable_msg = msg->request == VHOST_USER_SET_VRING_ENABLE;
+    uint32_t vring = enable_msg ? msg->index : UINT32_MAX;
     bool handled = false;
     struct vhost_async *async;
-    uint32_t vring = msg->index;
 
     if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
         return false;
@@ -1417,8 +1418,7 @@ vhost_async_pre_message(int vid, const void *msg_)
     ovs_mutex_lock(&vid_mutex);
     in_mem_table[vid] = msg->request == VHOST_USER_SET_MEM_TABLE;
     async = vid_map[vid];
-    if (msg->request == VHOST_USER_SET_VRING_ENABLE
-        && vring < 2 * MAX_TXQ && !(vring % 2)
+    if (enable_msg && vring < 2 * MAX_TXQ && !(vring % 2)
         && async && async->channel[vring]
         && vhost_inflight(async, vid, vring / 2, true) > 0) {
         if (msg->num && vring_bits[vid]
