@@ -25,6 +25,7 @@ through its serial console: run() sends a command line and returns its
 output, and raises VMError if it fails."""
 
 import glob
+import hashlib
 import lzma
 import os
 import re
@@ -123,8 +124,10 @@ def image():
                       % (", ".join(missing), " ".join(PACKAGES)))
     kver = kernel_version()
     kernel = "/boot/vmlinuz-" + kver
+    # What goes into the image, so that a changed /init is never stale.
+    key = hashlib.sha1(repr((INIT, MODULES, PROGRAMS)).encode()).hexdigest()
     initrd = os.path.join(CACHE, "initrd-%s-%d.img" % (kver, os.getpid()))
-    stable = os.path.join(CACHE, "initrd-%s.img" % kver)
+    stable = os.path.join(CACHE, "initrd-%s-%s.img" % (kver, key[:12]))
     if os.path.exists(stable):
         return kernel, stable
     os.makedirs(CACHE, exist_ok=True)
