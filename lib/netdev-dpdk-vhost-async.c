@@ -33,6 +33,7 @@
 #include "dpif-netdev-defer.h"
 #include "netdev-dpdk-dma.h"
 #include "netdev-dpdk-vhost-auto.h"
+#include "netdev-dpdk-vhost-rx.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
@@ -203,6 +204,90 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
     },
 };
 
+/* ---- The two directions ------------------------------------------------ */
+
+/* A vhost port copies in two directions, each with its own table of modes
+ * and its own configuration: Tx, into the guest (copy_modes[] above), and
+ * Rx, out of the guest (netdev-dpdk-vhost-rx.h).  Mode 0 of each is the
+ * CPU's. */
+enum copy_dir {
+    DIR_TX,
+    DIR_RX,
+    N_DIRS
+};
+
+struct copy_dir_info {
+    const char *key;            /* Key in options and other_config. */
+    const char *what;           /* "vhost copy mode", for messages. */
+    const char *set_cmd;        /* ovs-appctl command that overrides. */
+    int n_modes;
+    const char *(*name)(int mode);
+    bool (*dma)(int mode);      /* Needs async channels. */
+};
+
+static const char *
+tx_mode_name(int mode)
+{
+    return copy_modes[mode].name;
+}
+
+static bool
+tx_mode_dma(int mode)
+{
+    return copy_modes[mode].dma;
+}
+
+static const char *
+rx_mode_name(int mode)
+{
+    return vhost_rx_mode_name(mode);
+}
+
+static bool
+rx_mode_dma(int mode)
+{
+    return vhost_rx_mode_dma(mode);
+}
+
+BUILD_ASSERT_DECL(VHOST_COPY_CPU == 0 && VHOST_RX_CPU == 0);
+
+static const struct copy_dir_info dirs[N_DIRS] = {
+    [DIR_TX] = {
+        .key = "vhost-copy-mode",
+        .what = "vhost copy mode",
+        .set_cmd = "netdev-dpdk/vhost-copy-mode-set",
+        .n_modes = VHOST_COPY_N_MODES,
+        .name = tx_mode_name,
+        .dma = tx_mode_dma,
+    },
+    [DIR_RX] = {
+        .key = "vhost-rx-copy-mode",
+        .what = "vhost Rx copy mode",
+        .set_cmd = "netdev-dpdk/vhost-rx-copy-mode-set",
+        .n_modes = VHOST_RX_N_MODES,
+        .name = rx_mode_name,
+        .dma = rx_mode_dma,
+    },
+};
+
+/* The directions in 'dirs_mask' (a bit per enum copy_dir). */
+#define DIR_BIT(DIR) (1u << (DIR))
+#define BOTH_DIRS (DIR_BIT(DIR_TX) | DIR_BIT(DIR_RX))
+
+/* True if vring 'vr' copies in a direction of 'dirs_mask'. */
+static bool
+vring_in(int vr, unsigned int dirs_mask)
+{
+    return dirs_mask & DIR_BIT(vr % 2 ? DIR_RX : DIR_TX);
+}
+
+/* A port's requested mode of one direction, by source (-1: not set). */
+struct mode_request {
+    int override_mode;          /* ovs-appctl. */
+    int option_mode;            /* options:KEY. */
+    char *option_value;         /* Last value seen, to spot changes. */
+};
+
 /* How long 'auto' waits for a queue's copies before it moves the queue to
  * the CPU (else it tries again with the next burst).  Switches are rare
  * (hysteresis, probes that back off), so one wait of up to a completion
@@ -212,8 +297,8 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
 /* Per Tx queue state, one cache line each, written by PMD threads. */
 struct vhost_async_txq {
     PADDED_MEMBERS(CACHE_LINE_SIZE,
-        atomic_int inflight;        /* Packets submitted, not yet retired. */
-        atomic_uint64_t dma_mask;   /* dmadevs that may hold its copies. */
+        struct vhost_vq_copies copies;  /* Packets submitted, not yet
+                                         * retired. */
         atomic_bool orphaned;       /* A PMD's drain left copies in flight
                                      * that no list polls: the next sender
                                      * polls every dmadev of the queue. */
@@ -247,10 +332,8 @@ struct vhost_async {
                                      * options, so only appctl and the
                                      * default may ask otherwise). */
 
-    /* Requested mode, by source (-1: not set).  Under async_mutex. */
-    int override_mode;              /* ovs-appctl vhost-copy-mode-set. */
-    int option_mode;                /* options:vhost-copy-mode. */
-    char *option_value;             /* Last value seen, to spot changes. */
+    /* Requested modes, per direction.  Under async_mutex. */
+    struct mode_request req[N_DIRS];
 
     /* Serializes the life-cycle paths that clear queues and touch the
      * rings: reconfigure (main thread) and destroy_device (vhost's thread
@@ -259,15 +342,17 @@ struct vhost_async {
 
     /* Applied by vhost_async_reconfigure() while no PMD uses the port. */
     atomic_int mode;                /* enum vhost_copy_mode in use. */
+    atomic_int rx_mode;             /* enum vhost_rx_mode in use. */
     atomic_int vid;                 /* Device for the PMDs, -1 if none. */
     bool async_registered;          /* Driver registered with ASYNC_COPY. */
     atomic_bool reset_requested;    /* A queue is wedged (see txq_wedged()):
                                      * the next reconfiguration reconnects
                                      * the device. */
-    bool refused_logged;
+    bool refused_logged[N_DIRS];
     bool *channel;                  /* Per vring: async channel registered. */
 
     struct vhost_async_stats stats;
+    struct vhost_rx *rx;            /* Rx queues' copies. */
     struct vhost_async_txq *txqs;   /* MAX_TXQ entries. */
     struct vhost_auto *autos;       /* MAX_TXQ entries, once 'auto' is used;
                                      * under the txq locks. */
@@ -278,8 +363,9 @@ struct vhost_async {
 static struct ovs_mutex async_mutex = OVS_MUTEX_INITIALIZER;
 static struct ovs_list all_ports OVS_GUARDED_BY(async_mutex)
     = OVS_LIST_INITIALIZER(&all_ports);
-static int default_mode OVS_GUARDED_BY(async_mutex) = -1;
-static char *default_value OVS_GUARDED_BY(async_mutex);
+/* other_config:KEY of each direction. */
+static int default_mode[N_DIRS] OVS_GUARDED_BY(async_mutex) = { -1, -1 };
+static char *default_value[N_DIRS] OVS_GUARDED_BY(async_mutex);
 
 /* ASYNC_COPY cannot be combined with these vhost features. */
 static bool host_iommu;
@@ -340,10 +426,10 @@ stat_get(const atomic_uint64_t *counter)
 }
 
 static bool
-mode_from_string(const char *s, enum vhost_copy_mode *mode)
+mode_from_string(enum copy_dir dir, const char *s, int *mode)
 {
-    for (int i = 0; i < VHOST_COPY_N_MODES; i++) {
-        if (s && !strcmp(s, copy_modes[i].name)) {
+    for (int i = 0; i < dirs[dir].n_modes; i++) {
+        if (s && !strcmp(s, dirs[dir].name(i))) {
             *mode = i;
             return true;
         }
@@ -351,30 +437,32 @@ mode_from_string(const char *s, enum vhost_copy_mode *mode)
     return false;
 }
 
-/* The names of the copy modes, in table order, separated by 'sep'. */
+/* The names of the modes of 'dir', in table order, separated by 'sep'. */
 static char *
-mode_names_joined(const char *sep)
+mode_names_joined(enum copy_dir dir, const char *sep)
 {
     struct ds ds = DS_EMPTY_INITIALIZER;
 
-    for (int i = 0; i < VHOST_COPY_N_MODES; i++) {
-        ds_put_format(&ds, "%s%s", i ? sep : "", copy_modes[i].name);
+    for (int i = 0; i < dirs[dir].n_modes; i++) {
+        ds_put_format(&ds, "%s%s", i ? sep : "", dirs[dir].name(i));
     }
     return ds_steal_cstr(&ds);
 }
 
 /* "cpu, v3, ...", for messages. */
 static const char *
-mode_list(void)
+mode_list(enum copy_dir dir)
 {
     static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
-    static char *list;
+    static char *lists[N_DIRS];
 
     if (ovsthread_once_start(&once)) {
-        list = mode_names_joined(", ");
+        for (int d = 0; d < N_DIRS; d++) {
+            lists[d] = mode_names_joined(d, ", ");
+        }
         ovsthread_once_done(&once);
     }
-    return list;
+    return lists[dir];
 }
 
 static enum vhost_copy_mode
@@ -393,6 +481,23 @@ mode_of(const struct vhost_async *async)
     return &copy_modes[get_mode(async)];
 }
 
+static enum vhost_rx_mode
+get_rx_mode(const struct vhost_async *async)
+{
+    int mode;
+
+    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->rx_mode,
+                        &mode);
+    return mode;
+}
+
+/* The mode of 'dir' in use. */
+static int
+applied_mode(const struct vhost_async *async, enum copy_dir dir)
+{
+    return dir == DIR_TX ? get_mode(async) : get_rx_mode(async);
+}
+
 static int
 get_vid(const struct vhost_async *async)
 {
@@ -402,29 +507,68 @@ get_vid(const struct vhost_async *async)
     return vid;
 }
 
-/* The mode that the configuration asks for: the appctl override, else the
- * port's option, else other_config's default, else cpu. */
-static enum vhost_copy_mode
-requested_mode(const struct vhost_async *async)
+/* The mode of 'dir' that the configuration asks for: the appctl override,
+ * else the port's option, else other_config's default, else cpu. */
+static int
+requested_mode(const struct vhost_async *async, enum copy_dir dir)
     OVS_REQUIRES(async_mutex)
 {
+    const struct mode_request *req = &async->req[dir];
+
     if (async->server) {
-        return VHOST_COPY_CPU;
+        return 0;
     }
-    return (async->override_mode >= 0 ? async->override_mode
-            : async->option_mode >= 0 ? async->option_mode
-            : default_mode >= 0 ? default_mode
-            : VHOST_COPY_CPU);
+    return (req->override_mode >= 0 ? req->override_mode
+            : req->option_mode >= 0 ? req->option_mode
+            : default_mode[dir] >= 0 ? default_mode[dir]
+            : 0);
 }
 
-static const char *
-requested_source(const struct vhost_async *async)
+/* Where the requested mode of 'dir' comes from, as "options:KEY". */
+static void
+put_requested_source(struct ds *s, const struct vhost_async *async,
+                     enum copy_dir dir)
     OVS_REQUIRES(async_mutex)
 {
-    return (async->override_mode >= 0 ? "ovs-appctl"
-            : async->option_mode >= 0 ? "options:vhost-copy-mode"
-            : default_mode >= 0 ? "other_config:vhost-copy-mode"
-            : "default");
+    const struct mode_request *req = &async->req[dir];
+
+    if (req->override_mode >= 0) {
+        ds_put_cstr(s, "ovs-appctl");
+    } else if (req->option_mode >= 0) {
+        ds_put_format(s, "options:%s", dirs[dir].key);
+    } else if (default_mode[dir] >= 0) {
+        ds_put_format(s, "other_config:%s", dirs[dir].key);
+    } else {
+        ds_put_cstr(s, "default");
+    }
+}
+
+/* True if the configuration asks 'async' to copy on DMA engines in either
+ * direction. */
+static bool
+wants_dma(const struct vhost_async *async)
+    OVS_REQUIRES(async_mutex)
+{
+    for (int d = 0; d < N_DIRS; d++) {
+        if (dirs[d].dma(requested_mode(async, d))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* True if a mode that the configuration asks 'async' for is not the one in
+ * use. */
+static bool
+mode_changed(const struct vhost_async *async)
+    OVS_REQUIRES(async_mutex)
+{
+    for (int d = 0; d < N_DIRS; d++) {
+        if (requested_mode(async, d) != applied_mode(async, d)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Returns NULL if 'async' may use async copies, else why not. */
@@ -453,6 +597,7 @@ vhost_async_init(bool iommu, bool postcopy)
         pmd_cpu_fallbacks = dp_defer_counter_register("DMA CPU fallbacks");
         pmd_auto_cpu_copies = dp_defer_counter_register(
             "auto mode CPU copies");
+        vhost_rx_init();
         ovsthread_once_done(&once);
     }
     host_iommu = iommu;
@@ -470,48 +615,53 @@ request_reconfigure_changed(void)
     struct vhost_async *async;
 
     LIST_FOR_EACH (async, node, &all_ports) {
-        if (requested_mode(async) != get_mode(async)) {
+        if (mode_changed(async)) {
             netdev_request_reconfigure(async->netdev);
         }
     }
 }
 
-/* Parses 'value' of 'key' for 'what'; returns the mode, -1 if unset, or
- * -2 (after logging an error) if invalid. */
+/* Parses 'value' of 'key' (of 'dir') for 'what'; returns the mode, -1 if
+ * unset, or -2 (after logging an error) if invalid. */
 static int
-parse_mode_value(const char *value, const char *key, const char *what)
+parse_mode_value(enum copy_dir dir, const char *value, const char *key,
+                 const char *what)
 {
-    enum vhost_copy_mode mode;
+    int mode;
 
     if (!value || !value[0]) {
         return -1;
     }
-    if (!mode_from_string(value, &mode)) {
-        VLOG_ERR("%s: invalid %s \"%s\" (expected one of: %s); keeping the "
-                 "current copy mode", what, key, value, mode_list());
+    if (!mode_from_string(dir, value, &mode)) {
+        VLOG_ERR("%s: invalid %s:%s \"%s\" (expected one of: %s); keeping "
+                 "the current %s", what, key, dirs[dir].key, value,
+                 mode_list(dir), dirs[dir].what);
         return -2;
     }
     return mode;
 }
 
-/* other_config:vhost-copy-mode, the default of every vhost port. */
+/* other_config:vhost-copy-mode and vhost-rx-copy-mode, the defaults of
+ * every vhost port. */
 void
 vhost_async_set_default(const struct smap *ovs_other_config)
 {
-    const char *value = smap_get(ovs_other_config, "vhost-copy-mode");
-
     vhost_auto_set_config(ovs_other_config);
     ovs_mutex_lock(&async_mutex);
-    if (!nullable_string_is_equal(value, default_value)) {
-        int mode = parse_mode_value(value, "other_config:vhost-copy-mode",
-                                    "Open_vSwitch");
+    for (int d = 0; d < N_DIRS; d++) {
+        const char *value = smap_get(ovs_other_config, dirs[d].key);
+        int mode;
 
-        free(default_value);
-        default_value = nullable_xstrdup(value);
-        if (mode != -2 && mode != default_mode) {
-            default_mode = mode;
-            VLOG_INFO("Default vhost copy mode set to %s",
-                      mode >= 0 ? copy_modes[mode].name : "cpu (unset)");
+        if (nullable_string_is_equal(value, default_value[d])) {
+            continue;
+        }
+        mode = parse_mode_value(d, value, "other_config", "Open_vSwitch");
+        free(default_value[d]);
+        default_value[d] = nullable_xstrdup(value);
+        if (mode != -2 && mode != default_mode[d]) {
+            default_mode[d] = mode;
+            VLOG_INFO("Default %s set to %s", dirs[d].what,
+                      mode >= 0 ? dirs[d].name(mode) : "cpu (unset)");
             request_reconfigure_changed();
         }
     }
@@ -526,8 +676,12 @@ vhost_async_create(struct netdev *netdev)
     async->netdev = netdev;
     async->name = xstrdup(netdev_get_name(netdev));
     async->server = !strcmp(netdev_get_type(netdev), "dpdkvhostuser");
-    async->override_mode = -1;
-    async->option_mode = -1;
+    for (int d = 0; d < N_DIRS; d++) {
+        async->req[d].override_mode = -1;
+        async->req[d].option_mode = -1;
+    }
+    async->rx = vhost_rx_create(async->name);
+    atomic_init(&async->rx_mode, VHOST_RX_CPU);
     ovs_mutex_init(&async->lc_mutex);
     atomic_init(&async->mode, VHOST_COPY_CPU);
     atomic_init(&async->vid, -1);
@@ -535,8 +689,8 @@ vhost_async_create(struct netdev *netdev)
     async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
     async->txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->txqs);
     for (int i = 0; i < MAX_TXQ; i++) {
-        atomic_init(&async->txqs[i].inflight, 0);
-        atomic_init(&async->txqs[i].dma_mask, 0);
+        atomic_init(&async->txqs[i].copies.inflight, 0);
+        atomic_init(&async->txqs[i].copies.dma_mask, 0);
         atomic_init(&async->txqs[i].orphaned, false);
     }
 
@@ -590,7 +744,10 @@ vhost_async_destroy(struct vhost_async *async)
     free(async->channel);
     free_cacheline(async->txqs);
     free_cacheline(async->autos);
-    free(async->option_value);
+    for (int d = 0; d < N_DIRS; d++) {
+        free(async->req[d].option_value);
+    }
+    vhost_rx_destroy(async->rx);
     free(async->name);
     free(async);
 }
@@ -598,24 +755,29 @@ vhost_async_destroy(struct vhost_async *async)
 bool
 vhost_async_set_config(struct vhost_async *async, const struct smap *args)
 {
-    const char *value = smap_get(args, "vhost-copy-mode");
-    bool changed = false;
+    bool changed = false, seen = false;
 
     ovs_mutex_lock(&async_mutex);
-    if (!nullable_string_is_equal(value, async->option_value)) {
-        int mode = parse_mode_value(value, "options:vhost-copy-mode",
-                                    async->name);
+    for (int d = 0; d < N_DIRS; d++) {
+        struct mode_request *req = &async->req[d];
+        const char *value = smap_get(args, dirs[d].key);
+        int mode;
 
-        free(async->option_value);
-        async->option_value = nullable_xstrdup(value);
+        if (nullable_string_is_equal(value, req->option_value)) {
+            continue;
+        }
+        mode = parse_mode_value(d, value, "options", async->name);
+        free(req->option_value);
+        req->option_value = nullable_xstrdup(value);
         if (mode != -2) {
             /* A new value in the database is newer intent than an earlier
              * ovs-appctl override. */
-            async->option_mode = mode;
-            async->override_mode = -1;
-            changed = requested_mode(async) != get_mode(async);
+            req->option_mode = mode;
+            req->override_mode = -1;
+            seen = true;
         }
     }
+    changed = seen && mode_changed(async);
     ovs_mutex_unlock(&async_mutex);
     if (changed) {
         netdev_request_reconfigure(async->netdev);
@@ -629,7 +791,7 @@ vhost_async_driver_flags(struct vhost_async *async, uint64_t flags)
     bool wants;
 
     ovs_mutex_lock(&async_mutex);
-    wants = copy_modes[requested_mode(async)].dma;
+    wants = wants_dma(async);
     ovs_mutex_unlock(&async_mutex);
 
     if (!wants
@@ -667,7 +829,7 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
         bool wants;
 
         ovs_mutex_lock(&async_mutex);
-        wants = copy_modes[requested_mode(async)].dma;
+        wants = wants_dma(async);
         ovs_mutex_unlock(&async_mutex);
         if (wants) {
             why = "to enable async copies";
@@ -690,7 +852,7 @@ retire(struct vhost_async *async, struct vhost_async_txq *txq,
     if (n) {
         int orig;
 
-        atomic_sub_relaxed(&txq->inflight, n, &orig);
+        atomic_sub_relaxed(&txq->copies.inflight, n, &orig);
         stat_add(&async->stats.completed, n);
         dp_defer_counter_add(pmd_dma_completed, n);
         rte_pktmbuf_free_bulk(pkts, n);
@@ -721,7 +883,7 @@ poll_all(struct vhost_async *async, int vid, int qid)
     uint32_t n = 0;
     uint64_t mask;
 
-    atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+    atomic_read_relaxed(&async->txqs[qid].copies.dma_mask, &mask);
     for (; mask; mask = zero_rightmost_1bit(mask)) {
         n += poll_dma(async, vid, qid, rightmost_1bit_idx(mask));
     }
@@ -733,26 +895,45 @@ inflight(struct vhost_async *async, int qid)
 {
     int n;
 
-    atomic_read_relaxed(&async->txqs[qid].inflight, &n);
+    atomic_read_relaxed(&async->txqs[qid].copies.inflight, &n);
     return n;
 }
 
-/* Packets of Tx queue 'qid' in flight as vhost counts them, or our own
+/* The copies in flight of vring 'vring': a Tx queue's (even) or an Rx
+ * queue's (odd). */
+static struct vhost_vq_copies *
+vq_copies(struct vhost_async *async, int vring)
+{
+    return (vring % 2 ? vhost_rx_copies(async->rx, vring / 2)
+            : &async->txqs[vring / 2].copies);
+}
+
+static inline int
+copies_inflight(const struct vhost_vq_copies *copies)
+{
+    int n;
+
+    atomic_read_relaxed(&CONST_CAST(struct vhost_vq_copies *, copies)
+                        ->inflight, &n);
+    return n;
+}
+
+/* Packets of vring 'vring' in flight as vhost counts them, or our own
  * count where vhost cannot tell (no channel, or its lock busy).  vhost's
  * count is exact even while a sender is between its submit and updating
  * 'inflight'. */
 static int
-vhost_inflight(struct vhost_async *async, int vid, int qid, bool locked)
+vq_inflight(struct vhost_async *async, int vid, int vring, bool locked)
 {
     int n = -1;
 
     if (locked) {
-        n = rte_vhost_async_get_inflight_thread_unsafe(vid, TXQ_VRING(qid));
+        n = rte_vhost_async_get_inflight_thread_unsafe(vid, vring);
     }
-    if (n < 0 && async->channel[TXQ_VRING(qid)]) {
-        n = rte_vhost_async_get_inflight(vid, TXQ_VRING(qid));
+    if (n < 0 && async->channel[vring]) {
+        n = rte_vhost_async_get_inflight(vid, vring);
     }
-    return n >= 0 ? n : inflight(async, qid);
+    return n >= 0 ? n : copies_inflight(vq_copies(async, vring));
 }
 
 /* Asks for the device of 'async' to be reset (once): a queue of it is
@@ -772,15 +953,22 @@ request_reset(struct vhost_async *async, int qid)
     }
 }
 
-/* True if every dmadev that may hold copies of Tx queue 'qid' is out of
- * service: what is in flight can never complete. */
+/* True if every dmadev that may hold 'copies' is out of service: what is in
+ * flight can never complete. */
 static bool
-txq_engines_dead(struct vhost_async *async, int qid)
+engines_dead(const struct vhost_vq_copies *copies)
 {
     uint64_t mask;
 
-    atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+    atomic_read_relaxed(&CONST_CAST(struct vhost_vq_copies *, copies)
+                        ->dma_mask, &mask);
     return mask && !(mask & ~netdev_dpdk_dma_retired());
+}
+
+static bool
+txq_engines_dead(struct vhost_async *async, int qid)
+{
+    return engines_dead(&async->txqs[qid].copies);
 }
 
 /* True if Tx queue 'qid' is wedged: copies of it in flight may sit on a
@@ -794,7 +982,7 @@ txq_wedged(struct vhost_async *async, int vid, int qid)
 {
     uint64_t mask;
 
-    atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+    atomic_read_relaxed(&async->txqs[qid].copies.dma_mask, &mask);
     if (OVS_LIKELY(!(mask & netdev_dpdk_dma_retired()))
         || inflight(async, qid) <= 0
         || (!txq_engines_dead(async, qid) && poll_all(async, vid, qid))) {
@@ -813,24 +1001,38 @@ drop_wedged(struct vhost_async *async, struct rte_mbuf **pkts, int cnt)
     return cnt;
 }
 
-/* Clears Tx queue 'qid' until nothing is in flight, from the control path
+/* Takes back 'n' copies of vring 'vring' that a clear completed: a Tx
+ * queue's packets are in the guest now, an Rx queue's wait in its stash
+ * for the PMD that polls it. */
+static void
+cleared(struct vhost_async *async, int vring, struct rte_mbuf **pkts,
+        uint16_t n)
+{
+    if (vring % 2) {
+        vhost_rx_stash(async->rx, vring / 2, pkts, n);
+    } else {
+        retire(async, &async->txqs[vring / 2], pkts, n);
+    }
+}
+
+/* Clears vring 'vring' until nothing is in flight, from the control path
  * or a vhost callback.  'locked' says that the caller holds vhost's queue
  * lock (the _thread_unsafe variants apply).  Returns false if the engines
  * did not finish in time. */
 static bool
-clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
+clear_vq(struct vhost_async *async, int vid, int vring, bool locked)
 {
-    struct vhost_async_txq *txq = &async->txqs[qid];
+    struct vhost_vq_copies *copies = vq_copies(async, vring);
     long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
 
-    while (vhost_inflight(async, vid, qid, locked) > 0) {
+    while (vq_inflight(async, vid, vring, locked) > 0) {
         uint64_t mask;
 
-        if (txq_engines_dead(async, qid)) {
+        if (engines_dead(copies)) {
             /* Nothing will ever complete: no point in waiting. */
             return false;
         }
-        atomic_read_relaxed(&txq->dma_mask, &mask);
+        atomic_read_relaxed(&copies->dma_mask, &mask);
         for (; mask; mask = zero_rightmost_1bit(mask)) {
             struct rte_mbuf *pkts[POLL_BURST];
             int16_t dma = rightmost_1bit_idx(mask);
@@ -838,7 +1040,7 @@ clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
 
             if (locked) {
                 n = rte_vhost_clear_queue_thread_unsafe(
-                    vid, TXQ_VRING(qid), pkts, POLL_BURST, dma,
+                    vid, vring, pkts, POLL_BURST, dma,
                     NETDEV_DPDK_DMA_VCHAN);
             }
             if (n == UINT16_MAX) {
@@ -846,42 +1048,55 @@ clear_txq(struct vhost_async *async, int vid, int qid, bool locked)
                  * variant, which only gives up while another thread holds
                  * the queue for a moment. */
                 locked = false;
-                n = rte_vhost_clear_queue(vid, TXQ_VRING(qid), pkts,
-                                          POLL_BURST, dma,
+                n = rte_vhost_clear_queue(vid, vring, pkts, POLL_BURST, dma,
                                           NETDEV_DPDK_DMA_VCHAN);
             }
-            retire(async, txq, pkts, n);
+            cleared(async, vring, pkts, n);
         }
         if (time_msec() > deadline) {
             return false;
         }
     }
-    atomic_store_relaxed(&txq->orphaned, false);
+    if (!(vring % 2)) {
+        atomic_store_relaxed(&async->txqs[vring / 2].orphaned, false);
+    }
     return true;
 }
 
-/* Clears every Tx queue of 'async'.  Returns the number of copies still in
- * flight when the engines did not finish in time (logged), else 0, and
- * the dmadevs that may hold them in '*stuck' if not NULL. */
+/* "txq 3" or "rxq 3", for messages. */
+static const char *
+vq_name(int vring, char buf[16])
+{
+    snprintf(buf, 16, "%s %d", vring % 2 ? "rxq" : "txq", vring / 2);
+    return buf;
+}
+
+/* Clears every vring of 'async' of the directions in 'dirs_mask'.  Returns the number of copies still in
+ * flight when the engines did not finish in time (logged), else 0, and the
+ * dmadevs that may hold them in '*stuck' if not NULL. */
 static int
-clear_all(struct vhost_async *async, int vid, const char *why,
-          uint64_t *stuck)
+clear_all(struct vhost_async *async, int vid, unsigned int dirs_mask,
+          const char *why, uint64_t *stuck)
 {
     int left = 0;
 
-    for (int qid = 0; qid < MAX_TXQ; qid++) {
-        if ((inflight(async, qid) > 0 || async->channel[TXQ_VRING(qid)])
-            && !clear_txq(async, vid, qid, false)) {
-            int n = vhost_inflight(async, vid, qid, false);
+    for (int vr = 0; vr < MAX_VRINGS; vr++) {
+        struct vhost_vq_copies *copies = vq_copies(async, vr);
 
-            VLOG_ERR("%s: %d copies of txq %d still in flight %d ms after "
-                     "%s: the DMA engine does not complete them",
-                     async->name, n, qid, DRAIN_TIMEOUT_MS, why);
+        if (vring_in(vr, dirs_mask)
+            && (copies_inflight(copies) > 0 || async->channel[vr])
+            && !clear_vq(async, vid, vr, false)) {
+            int n = vq_inflight(async, vid, vr, false);
+            char name[16];
+
+            VLOG_ERR("%s: %d copies of %s still in flight %d ms after %s: "
+                     "the DMA engine does not complete them", async->name, n,
+                     vq_name(vr, name), DRAIN_TIMEOUT_MS, why);
             left += MAX(n, 0);
             if (stuck) {
                 uint64_t mask;
 
-                atomic_read_relaxed(&async->txqs[qid].dma_mask, &mask);
+                atomic_read_relaxed(&copies->dma_mask, &mask);
                 *stuck |= mask;
             }
         }
@@ -889,13 +1104,14 @@ clear_all(struct vhost_async *async, int vid, const char *why,
     return left;
 }
 
-/* Forgets the copies of every Tx queue, whose device goes away: 'left'
- * copies on the dmadevs in 'stuck' were never completed.  They are counted
- * as abandoned, and the dmadevs go out of service: vhost 22.11 cannot
- * cancel a copy, and keeps pointers into the device's freed state for each
- * copy until its dmadev completes it. */
+/* Forgets the copies of every queue, whose device goes away: 'left' copies
+ * on the dmadevs in 'stuck' were never completed.  They are counted as
+ * abandoned, and the dmadevs go out of service: vhost 22.11 cannot cancel
+ * a copy, and keeps pointers into the device's freed state for each copy
+ * until its dmadev completes it.  What the clears completed of the guest's
+ * packets is dropped. */
 static void
-reset_txqs(struct vhost_async *async, int left, uint64_t stuck)
+reset_queues(struct vhost_async *async, int left, uint64_t stuck)
 {
     if (left > 0) {
         stat_add(&async->stats.abandoned, left);
@@ -906,10 +1122,11 @@ reset_txqs(struct vhost_async *async, int left, uint64_t stuck)
                                "vhost device that went away");
     }
     for (int qid = 0; qid < MAX_TXQ; qid++) {
-        atomic_store_relaxed(&async->txqs[qid].inflight, 0);
-        atomic_store_relaxed(&async->txqs[qid].dma_mask, 0);
+        atomic_store_relaxed(&async->txqs[qid].copies.inflight, 0);
+        atomic_store_relaxed(&async->txqs[qid].copies.dma_mask, 0);
         atomic_store_relaxed(&async->txqs[qid].orphaned, false);
     }
+    vhost_rx_reset(async->rx);
     /* The device that a reset was for is gone. */
     atomic_store_relaxed(&async->reset_requested, false);
 }
@@ -981,9 +1198,9 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
     uint64_t mask;
     int sent = 0;
 
-    atomic_read_relaxed(&txq->dma_mask, &mask);
+    atomic_read_relaxed(&txq->copies.dma_mask, &mask);
     if (OVS_UNLIKELY(!(mask & bit))) {
-        atomic_or_relaxed(&txq->dma_mask, bit, &mask);
+        atomic_or_relaxed(&txq->copies.dma_mask, bit, &mask);
     }
 
     for (;;) {
@@ -993,7 +1210,7 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
         if (n) {
             int orig;
 
-            atomic_add_relaxed(&txq->inflight, n, &orig);
+            atomic_add_relaxed(&txq->copies.inflight, n, &orig);
             sent += n;
         }
         if (sent == cnt || (*retries)++ >= max_retries) {
@@ -1337,20 +1554,39 @@ vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
     }
 }
 
+uint16_t
+vhost_async_dequeue(struct vhost_async *async, int vid, int qid,
+                    struct rte_mempool *mp, struct rte_mbuf **pkts,
+                    uint16_t count)
+{
+    enum vhost_rx_mode mode = get_rx_mode(async);
+
+    if (OVS_UNLIKELY(mode != VHOST_RX_CPU)
+        && OVS_UNLIKELY(get_vid(async) != vid || qid >= MAX_TXQ
+                        || !async->channel[2 * qid + 1])) {
+        /* A new device whose async channels are not registered yet (or a
+         * device going away): nothing of it is in flight. */
+        mode = VHOST_RX_CPU;
+    }
+    return vhost_rx_dequeue(async->rx, mode, vid, qid, mp, pkts, count);
+}
+
 /* ---- Device life cycle -------------------------------------------------- */
 
-/* Registers ('on') or unregisters the async channel of every guest Rx
- * vring.  Returns false if some channel could not be changed. */
+/* Registers ('on') or unregisters the async channel of every vring of the
+ * directions in 'dirs_mask': the guest's Rx vrings for Tx, its Tx vrings
+ * for Rx.  Returns false if some channel could not be changed. */
 static bool
-set_channels(struct vhost_async *async, int vid, bool on, bool locked)
+set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
+             bool on, bool locked)
 {
     int n_vrings = rte_vhost_get_vring_num(vid);
     bool ok = true;
 
-    for (int vr = 0; vr < n_vrings && vr < 2 * MAX_TXQ; vr += 2) {
+    for (int vr = 0; vr < n_vrings && vr < MAX_VRINGS; vr++) {
         int err;
 
-        if (async->channel[vr] == on) {
+        if (!vring_in(vr, dirs_mask) || async->channel[vr] == on) {
             continue;
         }
         if (on) {
@@ -1418,9 +1654,11 @@ vhost_async_pre_message(int vid, const void *msg_)
     ovs_mutex_lock(&vid_mutex);
     in_mem_table[vid] = msg->request == VHOST_USER_SET_MEM_TABLE;
     async = vid_map[vid];
-    if (enable_msg && vring < 2 * MAX_TXQ && !(vring % 2)
+    if (enable_msg && vring < MAX_VRINGS
         && async && async->channel[vring]
-        && vhost_inflight(async, vid, vring / 2, true) > 0) {
+        && vq_inflight(async, vid, vring, true) > 0) {
+        char name[16];
+
         if (msg->num && vring_bits[vid]
             && bitmap_is_set(vring_bits[vid], VRING_ON(vring))) {
             COVERAGE_INC(vhost_async_enable_passed_over);
@@ -1428,12 +1666,13 @@ vhost_async_pre_message(int vid, const void *msg_)
                      "its enable, with copies in flight", async->name,
                      vring);
             handled = true;
-        } else if (!clear_txq(async, vid, vring / 2, true)) {
-            VLOG_ERR("%s: %d copies of txq %"PRIu32" still in flight %d ms "
-                     "after the guest asked to %s its vring: the DMA engine "
-                     "does not complete them", async->name,
-                     vhost_inflight(async, vid, vring / 2, true), vring / 2,
-                     DRAIN_TIMEOUT_MS, msg->num ? "enable" : "disable");
+        } else if (!clear_vq(async, vid, vring, true)) {
+            VLOG_ERR("%s: %d copies of %s still in flight %d ms after the "
+                     "guest asked to %s its vring: the DMA engine does not "
+                     "complete them", async->name,
+                     vq_inflight(async, vid, vring, true),
+                     vq_name(vring, name), DRAIN_TIMEOUT_MS,
+                     msg->num ? "enable" : "disable");
         }
     }
     ovs_mutex_unlock(&vid_mutex);
@@ -1468,10 +1707,11 @@ vhost_async_new_device(struct vhost_async *async, int vid)
                   "lose its connection", async->name, vid);
     }
 
-    memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
-    if (mode_of(async)->dma) {
-        set_channels(async, vid, true, false);
-    }
+    memset(async->channel, 0, MAX_VRINGS * sizeof *async->channel);
+    set_channels(async, vid,
+                 ((mode_of(async)->dma ? DIR_BIT(DIR_TX) : 0)
+                  | (vhost_rx_mode_dma(get_rx_mode(async))
+                     ? DIR_BIT(DIR_RX) : 0)), true, false);
     atomic_store_relaxed(&async->vid, vid);
 }
 
@@ -1513,8 +1753,8 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     atomic_store_relaxed(&async->vid, -1);
 
     ovs_mutex_lock(&async->lc_mutex);
-    left = clear_all(async, vid, "the device went away", &stuck);
-    reset_txqs(async, left, stuck);
+    left = clear_all(async, vid, BOTH_DIRS, "the device went away", &stuck);
+    reset_queues(async, left, stuck);
     for (int i = 0; i < MAX_TXQ; i++) {
         struct rte_ring *ring = async->txqs[i].ring;
         void *pkt;
@@ -1529,9 +1769,9 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
      * register again: unregister them, now that nothing is in flight.  A
      * connection that closes takes them with it anyway. */
     if (!left) {
-        set_channels(async, vid, false, false);
+        set_channels(async, vid, BOTH_DIRS, false, false);
     }
-    memset(async->channel, 0, 2 * MAX_TXQ * sizeof *async->channel);
+    memset(async->channel, 0, MAX_VRINGS * sizeof *async->channel);
     ovs_mutex_unlock(&async->lc_mutex);
 
     ovs_mutex_lock(&vid_mutex);
@@ -1590,13 +1830,14 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
     }
 
     async = vid_map[vid];
-    if (!enable && !(vring % 2) && vring / 2 < MAX_TXQ && async
-        && vhost_inflight(async, vid, vring / 2, true) > 0
-        && !clear_txq(async, vid, vring / 2, true)) {
-        VLOG_ERR("%s: %d copies of txq %d still in flight %d ms after the "
+    if (!enable && async && vq_inflight(async, vid, vring, true) > 0
+        && !clear_vq(async, vid, vring, true)) {
+        char name[16];
+
+        VLOG_ERR("%s: %d copies of %s still in flight %d ms after the "
                  "guest disabled its vring: the DMA engine does not "
                  "complete them", async->name,
-                 vhost_inflight(async, vid, vring / 2, true), vring / 2,
+                 vq_inflight(async, vid, vring, true), vq_name(vring, name),
                  DRAIN_TIMEOUT_MS);
     }
 
@@ -1678,67 +1919,92 @@ ring_leave(struct vhost_async *async, int vid)
     free_rings(async);
 }
 
-static void
-reconfigure__(struct vhost_async *async, int vid, int n_txq)
-    OVS_REQUIRES(async->lc_mutex)
+/* The mode of 'dir' that the port is to use: the requested one, or 'cur'
+ * (logged once) if it cannot be used. */
+static int
+mode_to_apply(struct vhost_async *async, enum copy_dir dir, int cur)
 {
-    enum vhost_copy_mode cur = get_mode(async);
-    enum vhost_copy_mode req;
-    uint64_t stuck = 0;
     const char *why;
+    int req;
 
     ovs_mutex_lock(&async_mutex);
-    req = requested_mode(async);
+    req = requested_mode(async, dir);
     ovs_mutex_unlock(&async_mutex);
-    async->n_txq = MIN(n_txq, MAX_TXQ);
 
-    why = copy_modes[req].dma ? async_refused() : NULL;
-    if (!why && copy_modes[req].dma && !async->async_registered) {
+    why = dirs[dir].dma(req) ? async_refused() : NULL;
+    if (!why && dirs[dir].dma(req) && !async->async_registered) {
         why = "its vhost-user socket is not registered for async copies";
     }
     if (why) {
-        if (!async->refused_logged) {
-            VLOG_ERR("%s: cannot use vhost copy mode %s: %s; keeping %s",
-                     async->name, copy_modes[req].name, why,
-                     copy_modes[cur].name);
-            async->refused_logged = true;
+        if (!async->refused_logged[dir]) {
+            VLOG_ERR("%s: cannot use %s %s: %s; keeping %s", async->name,
+                     dirs[dir].what, dirs[dir].name(req), why,
+                     dirs[dir].name(cur));
+            async->refused_logged[dir] = true;
         }
-        req = cur;
-    } else {
-        async->refused_logged = false;
+        return cur;
     }
+    async->refused_logged[dir] = false;
+    return req;
+}
 
+/* Switches the port to 'req' of 'dir' from 'cur', once nothing of the
+ * direction is in flight and its channels are as 'req' needs.  Returns
+ * false if it cannot yet (logged; the switch is tried again at the next
+ * reconfiguration, requested here).  Copies an engine does not complete
+ * keep the old mode: in the guest's queue, the CPU's copies would overtake
+ * them. */
+static bool
+switch_ready(struct vhost_async *async, int vid, enum copy_dir dir, int cur,
+             int req)
+{
+    uint64_t stuck = 0;
+
+    if (vid < 0) {
+        return true;
+    }
+    if (clear_all(async, vid, DIR_BIT(dir), "a copy mode change", &stuck)) {
+        if (stuck & netdev_dpdk_dma_retired()) {
+            request_reset(async, rightmost_1bit_idx(stuck));
+        }
+        VLOG_WARN_RL(&lc_rl, "%s: keeping %s %s while copies are in flight; "
+                     "trying %s again", async->name, dirs[dir].what,
+                     dirs[dir].name(cur), dirs[dir].name(req));
+        netdev_request_reconfigure(async->netdev);
+        return false;
+    }
+    if (!dirs[dir].dma(req)
+        && !set_channels(async, vid, DIR_BIT(dir), false, false)) {
+        VLOG_WARN_RL(&lc_rl, "%s: keeping %s %s: its async channels cannot "
+                     "be unregistered; trying %s again", async->name,
+                     dirs[dir].what, dirs[dir].name(cur),
+                     dirs[dir].name(req));
+        netdev_request_reconfigure(async->netdev);
+        return false;
+    }
+    return true;
+}
+
+static void
+reconfigure_tx(struct vhost_async *async, int vid, int n_txq)
+    OVS_REQUIRES(async->lc_mutex)
+{
+    enum vhost_copy_mode cur = get_mode(async);
+    enum vhost_copy_mode req = mode_to_apply(async, DIR_TX, cur);
+
+    async->n_txq = MIN(n_txq, MAX_TXQ);
     if (req == cur) {
         if (copy_modes[cur].enter) {
             copy_modes[cur].enter(async, n_txq, true);
         }
         if (copy_modes[cur].dma && vid >= 0) {
-            set_channels(async, vid, true, false);
+            set_channels(async, vid, DIR_BIT(DIR_TX), true, false);
         }
         return;
     }
 
-    /* No PMD uses the port now: clear what the old mode left in flight,
-     * then switch.  Copies an engine does not complete keep the old mode
-     * (the CPU's enqueues would overtake them in the guest's queue): the
-     * switch is tried again at the next reconfiguration. */
-    if (vid >= 0 && clear_all(async, vid, "a copy mode change", &stuck)) {
-        if (stuck & netdev_dpdk_dma_retired()) {
-            request_reset(async, rightmost_1bit_idx(stuck));
-        }
-        VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s while copies "
-                     "are in flight; trying %s again", async->name,
-                     copy_modes[cur].name, copy_modes[req].name);
-        netdev_request_reconfigure(async->netdev);
-        return;
-    }
-    if (vid >= 0 && !copy_modes[req].dma
-        && !set_channels(async, vid, false, false)) {
-        VLOG_WARN_RL(&lc_rl, "%s: keeping vhost copy mode %s: its async "
-                     "channels cannot be unregistered; trying %s again",
-                     async->name, copy_modes[cur].name,
-                     copy_modes[req].name);
-        netdev_request_reconfigure(async->netdev);
+    /* No PMD uses the port now. */
+    if (!switch_ready(async, vid, DIR_TX, cur, req)) {
         return;
     }
     if (copy_modes[cur].leave) {
@@ -1752,18 +2018,50 @@ reconfigure__(struct vhost_async *async, int vid, int n_txq)
         req = VHOST_COPY_CPU;
     }
     if (vid >= 0 && copy_modes[req].dma) {
-        set_channels(async, vid, true, false);
+        set_channels(async, vid, DIR_BIT(DIR_TX), true, false);
     }
     atomic_store_relaxed(&async->mode, req);
     VLOG_INFO("%s: vhost copy mode changed from %s to %s", async->name,
               copy_modes[cur].name, copy_modes[req].name);
 }
 
+/* A queue that leaves DMA for the CPU has its copies cleared here: the
+ * clear keeps their packets in the queue's stash, which the next dequeue
+ * delivers first. */
+static void
+reconfigure_rx(struct vhost_async *async, int vid)
+    OVS_REQUIRES(async->lc_mutex)
+{
+    enum vhost_rx_mode cur = get_rx_mode(async);
+    enum vhost_rx_mode req = mode_to_apply(async, DIR_RX, cur);
+
+    if (req == cur) {
+        vhost_rx_enter(async->rx, cur, true);
+        if (vhost_rx_mode_dma(cur) && vid >= 0) {
+            set_channels(async, vid, DIR_BIT(DIR_RX), true, false);
+        }
+        return;
+    }
+
+    /* No PMD polls the port's Rx queues now. */
+    if (!switch_ready(async, vid, DIR_RX, cur, req)) {
+        return;
+    }
+    vhost_rx_enter(async->rx, req, false);
+    if (vid >= 0 && vhost_rx_mode_dma(req)) {
+        set_channels(async, vid, DIR_BIT(DIR_RX), true, false);
+    }
+    atomic_store_relaxed(&async->rx_mode, req);
+    VLOG_INFO("%s: vhost Rx copy mode changed from %s to %s", async->name,
+              vhost_rx_mode_name(cur), vhost_rx_mode_name(req));
+}
+
 void
 vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
 {
     ovs_mutex_lock(&async->lc_mutex);
-    reconfigure__(async, vid, n_txq);
+    reconfigure_tx(async, vid, n_txq);
+    reconfigure_rx(async, vid);
     ovs_mutex_unlock(&async->lc_mutex);
 }
 
@@ -1775,6 +2073,12 @@ uint64_t
 vhost_async_tx_dropped(const struct vhost_async *async)
 {
     return stat_get(&async->stats.tx_failed);
+}
+
+uint64_t
+vhost_async_rx_dropped(const struct vhost_async *async)
+{
+    return vhost_rx_dropped(async->rx);
 }
 
 /* Switches of 'auto' to 'path', over all Tx queues. */
@@ -1828,6 +2132,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
                auto_switches(async, VHOST_AUTO_CPU));
 #undef ASYNC_STAT
     stats->size = n;
+    vhost_rx_get_custom_stats(async->rx, stats);
 }
 
 /* ---- ovs-appctl --------------------------------------------------------- */
@@ -1846,25 +2151,29 @@ find_port(const char *name)
     return NULL;
 }
 
+/* "netdev-dpdk/vhost-copy-mode-set" and "vhost-rx-copy-mode-set", with the
+ * direction as 'aux'. */
 static void
 mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
-         void *aux OVS_UNUSED)
+         void *aux)
 {
+    const struct copy_dir_info *info = aux;
+    enum copy_dir dir = info - dirs;
     const char *mode_arg = argv[argc - 1];
-    enum vhost_copy_mode mode;
     struct vhost_async *async;
     struct ds reply = DS_EMPTY_INITIALIZER;
     const char *why;
+    int mode;
 
-    if (!mode_from_string(mode_arg, &mode)) {
-        ds_put_format(&reply, "unknown vhost copy mode \"%s\" (expected one "
-                      "of: %s)", mode_arg, mode_list());
+    if (!mode_from_string(dir, mode_arg, &mode)) {
+        ds_put_format(&reply, "unknown %s \"%s\" (expected one of: %s)",
+                      info->what, mode_arg, mode_list(dir));
         goto error;
     }
-    why = copy_modes[mode].dma ? async_refused() : NULL;
+    why = info->dma(mode) ? async_refused() : NULL;
     if (why) {
-        ds_put_format(&reply, "cannot use vhost copy mode %s: %s",
-                      mode_arg, why);
+        ds_put_format(&reply, "cannot use %s %s: %s", info->what, mode_arg,
+                      why);
         goto error;
     }
 
@@ -1877,31 +2186,31 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
                           "datapath", argv[1]);
             goto error;
         }
-        if (async->server && copy_modes[mode].dma) {
+        if (async->server && info->dma(mode)) {
             ds_put_format(&reply, "%s is a dpdkvhostuser (server-mode) "
-                          "port, which copies on the CPU: vhost copy mode "
-                          "%s needs a dpdkvhostuserclient port", async->name,
-                          mode_arg);
+                          "port, which copies on the CPU: %s %s needs a "
+                          "dpdkvhostuserclient port", async->name,
+                          info->what, mode_arg);
             ovs_mutex_unlock(&async_mutex);
             goto error;
         }
-        async->override_mode = mode;
+        async->req[dir].override_mode = mode;
         netdev_request_reconfigure(async->netdev);
-        ds_put_format(&reply, "%s: vhost copy mode set to %s", async->name,
+        ds_put_format(&reply, "%s: %s set to %s", async->name, info->what,
                       mode_arg);
     } else {
         int n = 0, skipped = 0;
 
         LIST_FOR_EACH (async, node, &all_ports) {
-            if (async->server && copy_modes[mode].dma) {
+            if (async->server && info->dma(mode)) {
                 skipped++;
                 continue;
             }
-            async->override_mode = mode;
+            async->req[dir].override_mode = mode;
             netdev_request_reconfigure(async->netdev);
             n++;
         }
-        ds_put_format(&reply, "vhost copy mode set to %s on %d port%s",
+        ds_put_format(&reply, "%s set to %s on %d port%s", info->what,
                       mode_arg, n, n == 1 ? "" : "s");
         if (skipped) {
             ds_put_format(&reply, " (not on %d dpdkvhostuser port%s, which "
@@ -1919,21 +2228,38 @@ error:
     ds_destroy(&reply);
 }
 
+/* "defer (from options:vhost-copy-mode)", the mode of 'dir' in use. */
+static void
+put_mode(struct ds *reply, const struct vhost_async *async,
+         enum copy_dir dir)
+    OVS_REQUIRES(async_mutex)
+{
+    int cur = applied_mode(async, dir);
+    int req = requested_mode(async, dir);
+
+    ds_put_cstr(reply, dirs[dir].name(cur));
+    if (req != cur) {
+        ds_put_format(reply, " (requested %s, not applied)",
+                      dirs[dir].name(req));
+    }
+    ds_put_cstr(reply, " (from ");
+    put_requested_source(reply, async, dir);
+    ds_put_cstr(reply, ")\n");
+}
+
 static void
 format_port(struct ds *reply, const struct vhost_async *async)
     OVS_REQUIRES(async_mutex)
 {
     struct vhost_async *a = CONST_CAST(struct vhost_async *, async);
     enum vhost_copy_mode cur = get_mode(async);
-    enum vhost_copy_mode req = requested_mode(async);
+    enum vhost_rx_mode rx_cur = get_rx_mode(async);
     bool rings_locked;
 
-    ds_put_format(reply, "%s: %s", async->name, copy_modes[cur].name);
-    if (req != cur) {
-        ds_put_format(reply, " (requested %s, not applied)",
-                      copy_modes[req].name);
-    }
-    ds_put_format(reply, " (from %s)\n", requested_source(async));
+    ds_put_format(reply, "%s: ", async->name);
+    put_mode(reply, async, DIR_TX);
+    ds_put_cstr(reply, "  Rx: ");
+    put_mode(reply, async, DIR_RX);
     rings_locked = !ovs_mutex_trylock(&a->lc_mutex);
     for (int qid = 0; qid < async->n_txq; qid++) {
         int n = inflight(a, qid);
@@ -1960,9 +2286,21 @@ format_port(struct ds *reply, const struct vhost_async *async)
     if (rings_locked) {
         ovs_mutex_unlock(&a->lc_mutex);
     }
+    for (int qid = 0; qid < async->n_txq; qid++) {
+        struct vhost_vq_copies *copies = vhost_rx_copies(a->rx, qid);
+
+        if (vhost_rx_mode_dma(rx_cur) || copies_inflight(copies) > 0
+            || vhost_rx_stashed(a->rx, qid)) {
+            vhost_rx_format_rxq(reply, a->rx, rx_cur, qid);
+        }
+    }
     if (stat_get(&async->stats.abandoned)) {
         ds_put_format(reply, "  copies abandoned: %"PRIu64"\n",
                       stat_get(&async->stats.abandoned));
+    }
+    if (vhost_rx_dropped(async->rx)) {
+        ds_put_format(reply, "  Rx packets dropped, their device gone: "
+                      "%"PRIu64"\n", vhost_rx_dropped(async->rx));
     }
     if (stat_get(&async->stats.resets)) {
         ds_put_format(reply, "  resets for a failed DMA engine: %"PRIu64
@@ -1997,7 +2335,8 @@ mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
         }
     }
     ovs_mutex_unlock(&async_mutex);
-    ds_put_format(&reply, "available: %s\n", mode_list());
+    ds_put_format(&reply, "available: %s\n", mode_list(DIR_TX));
+    ds_put_format(&reply, "available Rx: %s\n", mode_list(DIR_RX));
     unixctl_command_reply(conn, ds_cstr(&reply));
     ds_destroy(&reply);
 }
@@ -2008,13 +2347,16 @@ vhost_async_unixctl_init(void)
     static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
 
     if (ovsthread_once_start(&once)) {
-        char *names = mode_names_joined("|");
-        char *usage = xasprintf("[interface] %s", names);
+        for (int d = 0; d < N_DIRS; d++) {
+            char *names = mode_names_joined(d, "|");
+            char *usage = xasprintf("[interface] %s", names);
 
-        /* unixctl keeps the usage text. */
-        unixctl_command_register("netdev-dpdk/vhost-copy-mode-set", usage,
-                                 1, 2, mode_set, NULL);
-        free(names);
+            /* unixctl keeps the usage text. */
+            unixctl_command_register(dirs[d].set_cmd, usage, 1, 2, mode_set,
+                                     CONST_CAST(struct copy_dir_info *,
+                                                &dirs[d]));
+            free(names);
+        }
         unixctl_command_register("netdev-dpdk/vhost-copy-mode-get",
                                  "[interface]", 0, 1, mode_get, NULL);
         ovsthread_once_done(&once);

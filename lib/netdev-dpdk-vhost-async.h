@@ -25,6 +25,7 @@
 struct netdev;
 struct netdev_custom_stats;
 struct rte_mbuf;
+struct rte_mempool;
 struct smap;
 
 /* Per-port async state, owned by a netdev_dpdk vhost port. */
@@ -36,7 +37,8 @@ void vhost_async_set_default(const struct smap *ovs_other_config);
 struct vhost_async *vhost_async_create(struct netdev *);
 void vhost_async_destroy(struct vhost_async *);
 
-/* Configuration, from the port's set_config (options:vhost-copy-mode).
+/* Configuration, from the port's set_config (options:vhost-copy-mode and
+ * options:vhost-rx-copy-mode).
  * Requests a reconfiguration of the port if its mode must change, and
  * then returns true. */
 bool vhost_async_set_config(struct vhost_async *, const struct smap *args);
@@ -89,9 +91,20 @@ int vhost_async_send(struct vhost_async *, int vid, int qid,
  * runs the Tx work that the mode assigns to the Rx side (v3, ring). */
 void vhost_async_rx_hook(struct vhost_async *, int vid, int qid);
 
+/* Receives up to 'count' packets from Rx queue 'qid' of device 'vid' into
+ * mbufs of 'mp', in the port's Rx copy mode (netdev-dpdk-vhost-rx.h),
+ * instead of rte_vhost_dequeue_burst().  Called only by the PMD that polls
+ * the queue. */
+uint16_t vhost_async_dequeue(struct vhost_async *, int vid, int qid,
+                             struct rte_mempool *mp, struct rte_mbuf **pkts,
+                             uint16_t count);
+
 /* Interface statistics.  vhost_async_tx_dropped() is what the async path
- * dropped (and freed) on its own, for the port's tx_dropped. */
+ * dropped (and freed) on its own, for the port's tx_dropped, and
+ * vhost_async_rx_dropped() what it dropped of the guest's packets, for its
+ * rx_dropped. */
 uint64_t vhost_async_tx_dropped(const struct vhost_async *);
+uint64_t vhost_async_rx_dropped(const struct vhost_async *);
 void vhost_async_get_custom_stats(const struct vhost_async *,
                                   struct netdev_custom_stats *);
 

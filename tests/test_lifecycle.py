@@ -77,34 +77,43 @@ def start_traffic(sb, seconds=60):
 
 
 def inflight_total(sb):
+    """Copies in flight into the guest (Tx queues)."""
     return sum(sum(q.values()) for q in sb.txq_inflight().values())
 
 
-def hold_copies(sb, n=HELD, timeout=15, engines=(ENGINE,)):
-    """Holds the engines until at least 'n' copies are in flight; returns
-    how many are."""
+def rx_inflight_total(sb):
+    """Copies in flight out of the guest (Rx queues)."""
+    return sum(sum(q.values()) for q in sb.rxq_inflight().values())
+
+
+def hold_copies(sb, n=HELD, timeout=15, engines=(ENGINE,),
+                count=inflight_total):
+    """Holds the engines until at least 'n' copies are in flight, as
+    'count' counts them; returns how many are."""
     for engine in engines:
         sb.swcopy("hold", engine)
-    total = wait_until(lambda: (lambda t: t if t >= n else 0)(
-                           inflight_total(sb)), timeout,
-                       lambda: "only %d copies in flight" % inflight_total(sb))
+    total = wait_until(lambda: (lambda t: t if t >= n else 0)(count(sb)),
+                       timeout,
+                       lambda: "only %d copies in flight" % count(sb))
     for engine in engines:
         state = sb.swcopy_state(engine)
         assert state["held"].startswith("yes"), state
     return total
 
 
-def during_held_copies(sb, event):
-    """Causes 'event' with copies held, the engine resuming by itself
+def during_held_copies(sb, event, engines=(ENGINE,), count=inflight_total):
+    """Causes 'event' with copies held, the engines resuming by themselves
     RELEASE_MS into it, while the main thread is watched."""
     probe = Responsiveness(sb)
     probe.start()
-    held = hold_copies(sb)
-    sb.swcopy("hold", ENGINE, RELEASE_MS)
+    held = hold_copies(sb, engines=engines, count=count)
+    for engine in engines:
+        sb.swcopy("hold", engine, RELEASE_MS)
     try:
         event()
     finally:
-        sb.swcopy("release", ENGINE)
+        for engine in engines:
+            sb.swcopy("release", engine)
         probe.finish()
     return held
 
@@ -119,12 +128,15 @@ def stop_guest(g):
     return res
 
 
-def check_recovered(sb, base, mode):
-    """The port carries verified traffic in 'mode', nothing is in flight or
-    abandoned, and every mempool is back to 'base'."""
+def check_recovered(sb, base, mode, rx_mode="cpu"):
+    """The port carries verified traffic in 'mode' (and Rx copy mode
+    'rx_mode'), nothing is in flight or abandoned, and every mempool is
+    back to 'base'."""
     assert sb.vswitchd_alive()
     for port in ("v0", "v1"):
         assert sb.copy_mode(port) == mode, sb.appctl(
+            "netdev-dpdk/vhost-copy-mode-get")
+        assert sb.rx_copy_mode(port) == rx_mode, sb.appctl(
             "netdev-dpdk/vhost-copy-mode-get")
     sb.appctl("dpif-netdev/pmd-stats-clear")
     traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
@@ -132,9 +144,12 @@ def check_recovered(sb, base, mode):
     if mode != "cpu":
         assert counters["DMA copies submitted"] > 0, counters
         assert counters["DMA CPU fallbacks"] == 0, counters
-    wait_until(lambda: not any(n for q in sb.txq_inflight().values()
-                               for n in q.values()), 10,
-               lambda: sb.txq_inflight(), interval=0.1)
+    if rx_mode != "cpu":
+        assert counters["DMA Rx copies submitted"] > 0, counters
+        assert counters["DMA Rx CPU fallbacks"] == 0, counters
+    wait_until(lambda: not inflight_total(sb) and not rx_inflight_total(sb),
+               10, lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+               interval=0.1)
     assert not any(sb.abandoned().values()), sb.abandoned()
     assert sb.wait_mempools_back(base) == {}
     with open(sb.vswitchd_log) as f:
@@ -206,6 +221,76 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
     if event != "guest-kill":
         stop_guest(g)
     check_recovered(sb, base, mode)
+
+
+RX_EVENTS = ["port-readd", "guest-kill", "pmd-mask", "mem-table",
+             "rx-mode-switch"]
+
+# Engines of the Rx tests: one per PMD once the PMD mask grows, so that an
+# Rx queue moves to a PMD whose engine does not hold its copies.
+RX_ENGINES = ("dma_swcopy0", "dma_swcopy1")
+
+
+@pytest.mark.parametrize("event", RX_EVENTS)
+@pytest.mark.parametrize("mode", ["cpu", "defer"])
+def test_event_with_rx_copies_held(sandbox_factory, mode, event):
+    """Rx (dequeue) copies held in flight by the engines through a life
+    -cycle event: the copies of the guest's packets are finished before
+    vhost unmaps guest memory, kept for the PMD when the queue lives on
+    (delivered, in order) and dropped, counted, when the guest is gone."""
+    sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1], dma=2)
+    sb.set_rx_copy_mode("dma")
+    base = baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+    held = dict(engines=RX_ENGINES, count=rx_inflight_total)
+
+    if event == "port-readd":
+        def readd():
+            readd_port(sb, mode)
+            sb.set_rx_copy_mode("dma", "v1")
+        during_held_copies(sb, readd, **held)
+    elif event == "guest-kill":
+        during_held_copies(sb, lambda: g.stop(sig=signal.SIGKILL), **held)
+        # What the clears completed of the dead guest's packets is counted.
+        wait_until(lambda: log_count(sb, "packets received from the guest "
+                                     "by DMA copies that completed as its "
+                                     "device went away"), 10,
+                   "no Rx drops logged")
+        out = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+        dropped = sum(int(n) for n in re.findall(
+            r"^  Rx packets dropped, their device gone: (\d+)$", out, re.M))
+        assert dropped > 0, out
+    elif event == "pmd-mask":
+        # The second PMD takes an Rx queue whose copies sit on the first
+        # PMD's engine.
+        def grow_shrink():
+            sb.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:pmd-cpu-mask=0x3")
+            time.sleep(0.5)
+            sb.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:pmd-cpu-mask=0x2")
+        during_held_copies(sb, grow_shrink, **held)
+    elif event == "mem-table":
+        def grow():
+            before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
+            g.proc.send_signal(signal.SIGUSR2)
+            wait_until(lambda: log_count(
+                sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
+                10, "no SET_MEM_TABLE")
+        during_held_copies(sb, grow, **held)
+        assert g.log_has("memory grown by 64 MB"), g.log_tail()
+    elif event == "rx-mode-switch":
+        for other in ("cpu", "auto"):
+            during_held_copies(sb, lambda: sb.set_rx_copy_mode(other),
+                               **held)
+            sb.set_rx_copy_mode("dma")
+            time.sleep(0.5)
+
+    if event != "guest-kill":
+        res = stop_guest(g)
+        assert res["reordered"] == 0, res
+    check_recovered(sb, base, mode, rx_mode="dma")
 
 
 def rxq_cores(sb):

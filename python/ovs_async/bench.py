@@ -38,10 +38,13 @@ import statistics
 import time
 
 from ovs_async import parse, traffic
-from ovs_async.modes import COPY_MODES
+from ovs_async.modes import COPY_MODES, RX_COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 
 MODES = list(COPY_MODES)
+# A Tx copy mode alone (Rx on the CPU), or "TX/RX" with an Rx copy mode.
+MODE_CHOICES = MODES + ["%s/%s" % (t, r) for t in COPY_MODES
+                        for r in RX_COPY_MODES]
 SIZES = [64, 114, 512, 1518, 2098]
 PATTERNS = ["burst", "scatter"]
 PROTOCOLS = ["saturation", "fixed", "lossless"]
@@ -57,6 +60,7 @@ FIELDS = ["config", "engine", "pmds", "ports", "topology", "vxlan",
           "pattern", "size", "mode", "rep", "protocol", "offered_pps",
           "mpps", "tx_mpps", "gbps", "cycles_per_pkt",
           "pkts_per_batch", "pmd_busy_pct", "dma_copies", "cpu_copies",
+          "rx_dma_copies",
           "completion_latency_us", "tx_pkts", "rx_pkts", "switch_dropped",
           "lost", "verdict", "error"]
 
@@ -208,6 +212,13 @@ def run_once(sb, cfg, pattern, size, duration, load=None, rate=0):
     return run
 
 
+def split_mode(mode):
+    """'defer/dma' -> ('defer', 'dma'): a Tx copy mode and, after a slash,
+    an Rx copy mode (cpu if none)."""
+    tx, _, rx = mode.partition("/")
+    return tx, rx or "cpu"
+
+
 def measure(sb, cfg, pattern, size, mode, rep, duration, load=None,
             protocol="saturation", rate=0):
     """Sets 'mode', runs once under 'protocol' at 'rate' and returns a row
@@ -218,7 +229,9 @@ def measure(sb, cfg, pattern, size, mode, rep, duration, load=None,
            "mode": mode, "rep": rep, "protocol": protocol,
            "offered_pps": rate, "error": ""}
     try:
-        sb.set_copy_mode(mode)
+        tx_mode, rx_mode = split_mode(mode)
+        sb.set_copy_mode(tx_mode)
+        sb.set_rx_copy_mode(rx_mode)
         run = run_once(sb, cfg, pattern, size, duration, load, rate)
     except SandboxError as e:
         row.update({"verdict": "ERROR", "error": str(e).splitlines()[0]})
@@ -238,6 +251,7 @@ def measure(sb, cfg, pattern, size, mode, rep, duration, load=None,
         "dma_copies": counters.get("DMA copies submitted", 0),
         "cpu_copies": (counters.get("DMA CPU fallbacks", 0)
                        + counters.get("auto mode CPU copies", 0)),
+        "rx_dma_copies": counters.get("DMA Rx copies completed", 0),
         "completion_latency_us": round(sum(
             p["latency_us"] * p["latency_n"] for p in pmds) / n_lat, 1)
         if n_lat else 0.0,

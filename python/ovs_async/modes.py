@@ -15,9 +15,16 @@
 """The vhost copy modes, in the order of ovs-vswitchd's table of modes
 (copy_modes[] in lib/netdev-dpdk-vhost-async.c), which
 "netdev-dpdk/vhost-copy-mode-get" prints on its "available:" line
-(tests/test_copy_modes.py checks that they agree)."""
+(tests/test_copy_modes.py checks that they agree), and the Rx copy modes
+(rx_copy_modes[] in lib/netdev-dpdk-vhost-rx.c, its "available Rx:"
+line)."""
 
 COPY_MODES = ("cpu", "v3", "ring", "defer", "auto")
 
 # The modes that copy with DMA engines.
 ASYNC_MODES = tuple(m for m in COPY_MODES if m != "cpu")
+
+# Rx (the guest's Tx, vhost dequeue).
+RX_COPY_MODES = ("cpu", "dma", "auto")
+
+RX_ASYNC_MODES = tuple(m for m in RX_COPY_MODES if m != "cpu")

@@ -25,7 +25,8 @@ def pmd_counters(text):
     CPU copies"."""
     sums = {}
     for m in re.finditer(r"^\s+(DMA [^:]+|deferred work [^:]+|"
-                         r"auto mode CPU copies): (\d+)$", text, re.M):
+                         r"auto mode (?:Rx )?CPU copies): (\d+)$", text,
+                         re.M):
         sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
     return sums
 
@@ -104,24 +105,41 @@ def copy_modes_by_port(text):
     """vhost-copy-mode-get of every port: {port: [its lines]}, the
     "available:" line left out."""
     ports = {}
-    for header, lines in sections(text, r"(\S+): "):
-        if header.group(1) != "available":
+    for header, lines in sections(text, r"(available[^:]*|\S+): "):
+        if not header.group(1).startswith("available"):
             ports.setdefault(header.group(1), []).extend(lines)
     return ports
 
 
-def txq_inflight(text):
-    """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
-    reads the counters at once (interface statistics lag 5 s)."""
+def queue_inflight(text, kind):
+    """{port: {queue: copies in flight}} of the 'kind' ("txq" or "rxq")
+    lines of vhost-copy-mode-get, which reads the counters at once
+    (interface statistics lag 5 s)."""
     ports = {}
     for port, lines in copy_modes_by_port(text).items():
         ports[port] = {}
         for line in lines:
-            m = re.match(r"\s+txq (\d+): .*?(-?\d+) copies in flight",
+            m = re.match(r"\s+%s (\d+): .*?(-?\d+) copies in flight" % kind,
                          line)
             if m:
                 ports[port][int(m.group(1))] = int(m.group(2))
     return ports
+
+
+def txq_inflight(text):
+    """{port: {txq: copies in flight}} from vhost-copy-mode-get."""
+    return queue_inflight(text, "txq")
+
+
+def rxq_inflight(text):
+    """{port: {rxq: copies in flight}} from vhost-copy-mode-get."""
+    return queue_inflight(text, "rxq")
+
+
+def rx_copy_mode(text):
+    """The Rx copy mode in use, from vhost-copy-mode-get of one port."""
+    m = re.search(r"^\s+Rx: (\S+)", text, re.M)
+    return m.group(1) if m else None
 
 
 def abandoned(text):

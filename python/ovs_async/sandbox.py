@@ -503,6 +503,23 @@ class Sandbox(object):
         out = self.appctl("netdev-dpdk/vhost-copy-mode-get", port)
         return out.split(":", 1)[1].split()[0]
 
+    def set_rx_copy_mode(self, mode, port=None):
+        """Sets the vhost Rx copy mode of 'port' (or of all ports) by
+        appctl and waits until it is applied."""
+        args = ["netdev-dpdk/vhost-rx-copy-mode-set"]
+        args += [port] if port else []
+        self.appctl(*(args + [mode]))
+        ports = [port] if port else list(self.ports)
+        wait_until(lambda: all(self.rx_copy_mode(p) == mode for p in ports),
+                   30, lambda: "Rx copy mode %s not applied: %s" % (
+                       mode, self.appctl("netdev-dpdk/vhost-copy-mode-get")),
+                   interval=0.1, error=SandboxError)
+
+    def rx_copy_mode(self, port):
+        """The Rx copy mode in use by 'port'."""
+        return parse.rx_copy_mode(
+            self.appctl("netdev-dpdk/vhost-copy-mode-get", port))
+
     def custom_stats(self, port):
         """The port's statistics column as a dict (refreshed every 5 s)."""
         text = self.vsctl("get", "Interface", port, "statistics").strip()
@@ -518,6 +535,11 @@ class Sandbox(object):
         """{port: {txq: copies in flight}} from vhost-copy-mode-get, which
         reads the counters at once (interface statistics lag 5 s)."""
         return parse.txq_inflight(
+            self.appctl("netdev-dpdk/vhost-copy-mode-get"))
+
+    def rxq_inflight(self):
+        """{port: {rxq: copies in flight}} from vhost-copy-mode-get."""
+        return parse.rxq_inflight(
             self.appctl("netdev-dpdk/vhost-copy-mode-get"))
 
     def abandoned(self):
