@@ -42,6 +42,7 @@ def test_soak(build, tmp_path):
     # flight for the held ones (the dangerous moment was reached).
     assert set(s["events"]) == set(soak.EVENTS), s["events"]
     assert set(s["modes"]) == set(soak.MODES), s
+    assert set(s["rx_modes"]) == set(soak.RX_MODES), s
     assert s["held_events"] >= 10 and s["max_copies_held"] >= 64, s
     assert s["frames_verified"] > 0, s
     for key in ("corrupted", "duplicates", "misdelivered", "reordered",

@@ -37,6 +37,10 @@ ENGINE = "dma_swcopy0"
 # 256 entries, so a held engine cannot have many more of one queue.
 HELD = 128
 
+# Copies out of a guest in flight before an event: Linux's sockets limit
+# what a sender has in its transmit vring.
+HELD_RX = 100
+
 # The engine resumes by itself this long after the event started (shorter
 # than the 2 s for which a clear waits for an engine).
 RELEASE_MS = 1000
@@ -142,6 +146,82 @@ def test_vm_traffic(vms, mode):
         assert counters["DMA copies submitted"] == 0, counters
 
 
+@pytest.mark.parametrize("mode", ["cpu", "defer"])
+def test_vm_traffic_rx_dma(vms, mode):
+    """The same with the copies out of the guests on the engine too (Rx
+    copy mode dma)."""
+    sb, a, b = vms
+    set_mode(sb, mode)
+    sb.set_rx_copy_mode("dma")
+    try:
+        sb.appctl("dpif-netdev/pmd-stats-clear")
+        a.run("ping -c 3 -W 5 %s" % b.addr, timeout=30)
+        fetch_verified(a, b)
+        out = a.run("iperf3 -c %s -t 3 -f m" % b.addr, timeout=60)[1]
+        m = re.search(r"([\d.]+) Mbits/sec.*receiver", out)
+        assert m, out
+        counters = sb.pmd_counters()
+        print("%s, Rx dma: TCP %s Mbit/s, Rx DMA copies %d" % (
+            mode, m.group(1), counters["DMA Rx copies completed"]))
+        assert counters["DMA Rx copies completed"] > 0, counters
+        assert counters["DMA Rx CPU fallbacks"] == 0, counters
+    finally:
+        sb.set_rx_copy_mode("cpu")
+        set_mode(sb, "cpu")
+
+
+@pytest.mark.parametrize("event", ["reboot", "kill"])
+def test_vm_reboot_and_kill_with_rx_copies_held(vms, event):
+    """vm-b sends UDP to vm-a, and the copies of its packets out of its
+    memory (Rx copy mode dma) are held in flight when it reboots or its
+    QEMU is killed: the clear waits for the engine before vhost unmaps
+    vm-b's memory, and vm-b gets verified traffic again afterwards."""
+    sb, a, b = vms
+    set_mode(sb, "defer")
+    sb.set_rx_copy_mode("dma")
+    try:
+        fetch_verified(a, b)
+        base = sb.mempool_in_use()
+        a.run("iperf3 -s -D -p 5202")
+        # Four streams: each socket's send buffer holds only about 50
+        # packets that the guest's driver has not got back.
+        b.run("iperf3 -c %s -p 5202 -u -b 10M -l 1400 -t 10 -P 4 "
+              "> /tmp/udp.log 2>&1 &" % a.addr)
+        rx = sb.port_stats()["v1"]["rx_packets"]
+        wait_until(lambda: sb.port_stats()["v1"]["rx_packets"] > rx + 1000,
+                   30, lambda: "no UDP stream: %s" % sb.port_stats())
+        probe = Responsiveness(sb)
+        probe.start()
+        sb.swcopy("hold", ENGINE)
+
+        def count():
+            n = sum(sb.rxq_inflight()["v1"].values())
+            return n if n >= HELD_RX else 0
+        held = wait_until(count, 15,
+                          lambda: "only %s in flight" % sb.rxq_inflight())
+        sb.swcopy("hold", ENGINE, RELEASE_MS)
+        if event == "reboot":
+            b.send("reboot -f")
+        else:
+            b.proc.kill()
+        wait_until(lambda: "v1" not in sb.rxq_inflight()
+                   or not any(sb.rxq_inflight()["v1"].values()), 10,
+                   lambda: sb.rxq_inflight())
+        sb.swcopy("release", ENGINE)
+        probe.finish()
+        if event == "kill":
+            b.stop()
+            vms.b = b = start_b(sb)
+        serve(b)
+        print("vm-b %s: %d Rx copies held" % (event, held))
+        a.run("killall iperf3; true")
+        check_recovered(sb, a, b, base, rx=True)
+    finally:
+        sb.swcopy("release", ENGINE)
+        sb.set_rx_copy_mode("cpu")
+        set_mode(sb, "cpu")
+
+
 def pin_auto(sb, mode):
     """'auto' pinned to DMA for frames of 64 B and more."""
     if mode == "auto":
@@ -181,9 +261,10 @@ def hold_v1_copies(sb, txq=None):
     return held
 
 
-def check_recovered(sb, a, b, base):
+def check_recovered(sb, a, b, base, rx=False):
     """Alive, nothing left in flight or abandoned, a verified transfer on
-    the engine, mempools at their baseline."""
+    the engine (and Rx on the engine too if 'rx'), mempools at their
+    baseline."""
     assert sb.vswitchd_alive()
     with open(sb.vswitchd_log) as f:
         log = f.read()
@@ -192,9 +273,14 @@ def check_recovered(sb, a, b, base):
     sb.appctl("dpif-netdev/pmd-stats-clear")
     fetch_verified(a, b)
     assert sb.pmd_counters()["DMA copies submitted"] > 0
+    if rx:
+        assert sb.pmd_counters()["DMA Rx copies submitted"] > 0
     wait_until(lambda: not any(n for q in sb.txq_inflight().values()
-                               for n in q.values()), 10,
-               lambda: sb.txq_inflight(), interval=0.1)
+                               for n in q.values())
+               and not any(n for q in sb.rxq_inflight().values()
+                           for n in q.values()), 10,
+               lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+               interval=0.1)
     assert sb.wait_mempools_back(base) == {}
 
 

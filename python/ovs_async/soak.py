@@ -18,7 +18,7 @@ continuous verified traffic.
 One sandbox (two vhost-user ports in a loop, one dma_swcopy engine, the
 PMD on the last CPU) carries traffic from a guest that generates and
 verifies on v0 and loops on v1, without a break.  Each cycle puts the
-ports in a random copy mode, then causes a random event of the life-cycle
+ports in a random copy mode and a random Rx copy mode, then causes a random event of the life-cycle
 matrix, half of the time with the engine held until copies are in flight
 (it resumes by itself shortly after).  A guest stopped by an event
 (SIGINT) or at a checkpoint reports what crossed the switch (corrupted,
@@ -35,12 +35,13 @@ import subprocess
 import time
 
 from ovs_async import traffic
-from ovs_async.modes import COPY_MODES
+from ovs_async.modes import COPY_MODES, RX_COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 from ovs_async.watch import ANSWER_S
 
 ENGINE = "dma_swcopy0"
 MODES = list(COPY_MODES)
+RX_MODES = list(RX_COPY_MODES)
 EVENTS = ["port-readd", "guest-kill", "guest-restart", "pmd-mask",
           "rxq-rebalance", "tx-flush", "mem-table", "none"]
 
@@ -71,11 +72,13 @@ class Soak(object):
         self.guest = None
         self.segments = 0
         self.mode = "cpu"
+        self.rx_mode = "cpu"
         self.flush = 0
         self.pmd_mask = None
         self.summary = {
             "seed": self.seed, "cycles": 0, "events": collections.Counter(),
-            "modes": collections.Counter(), "held_events": 0,
+            "modes": collections.Counter(),
+            "rx_modes": collections.Counter(), "held_events": 0,
             "max_copies_held": 0, "checkpoints": 0, "frames_verified": 0,
             "frames_sent": 0, "frames_lost_counted": 0,
             "guests_killed": 0, "corrupted": 0,
@@ -150,7 +153,10 @@ class Soak(object):
                                                     r.returncode))
 
     def in_flight(self):
-        return sum(sum(q.values()) for q in self.sb.txq_inflight().values())
+        """Copies in flight, into and out of the guest."""
+        return (sum(sum(q.values()) for q in self.sb.txq_inflight().values())
+                + sum(sum(q.values())
+                      for q in self.sb.rxq_inflight().values()))
 
     def checkpoint_now(self):
         """Stops traffic and checks what crossed the switch and what is
@@ -195,6 +201,7 @@ class Soak(object):
             sb.del_port("v1")
             sb.add_port("v1", ofport=2)
             sb.set_copy_mode(self.mode, "v1")
+            sb.set_rx_copy_mode(self.rx_mode, "v1")
             sb.set_topology("loop")
         elif name in ("guest-kill", "guest-restart"):
             # Every vring of the guest goes down, then comes back.
@@ -219,7 +226,9 @@ class Soak(object):
     def cycle(self):
         s = self.summary
         mode = self.rng.choice(MODES)
-        held = mode != "cpu" and self.rng.random() < 0.5
+        rx_mode = self.rng.choice(RX_MODES)
+        held = ((mode != "cpu" or rx_mode != "cpu")
+                and self.rng.random() < 0.5)
         name = self.rng.choice(EVENTS)
         if held:
             n = self.hold()
@@ -228,9 +237,13 @@ class Soak(object):
         if mode != self.mode:
             self.mode = mode
             self.sb.set_copy_mode(mode)
+        if rx_mode != self.rx_mode:
+            self.rx_mode = rx_mode
+            self.sb.set_rx_copy_mode(rx_mode)
         self.event(name)
         s["events"][name] += 1
         s["modes"][mode] += 1
+        s["rx_modes"][rx_mode] += 1
         self.answer_time()
         time.sleep(0.2)
         s["cycles"] += 1
@@ -252,6 +265,7 @@ class Soak(object):
             self.summary["elapsed_s"] = round(time.time() - start)
         self.summary["events"] = dict(self.summary["events"])
         self.summary["modes"] = dict(self.summary["modes"])
+        self.summary["rx_modes"] = dict(self.summary["rx_modes"])
         return self.summary
 
     def failures(self):
