@@ -55,6 +55,14 @@ def build_dir():
     return d
 
 
+def dpdk_drivers():
+    """Folders of DPDK drivers for EAL to load ("-d"), from
+    OVS_ASYNC_DPDK_DRIVERS: the bench bundle's, on a machine that may have
+    no DPDK installed."""
+    d = os.environ.get("OVS_ASYNC_DPDK_DRIVERS")
+    return [d] if d else []
+
+
 def _meminfo():
     info = {}
     with open("/proc/meminfo") as f:
@@ -345,6 +353,7 @@ class Sandbox(object):
             extra.insert(0, "--no-pci")
         if not self.huge:
             extra += ["--no-huge", "--legacy-mem", "-m", "2048"]
+        extra += ["-d " + d for d in dpdk_drivers()]
         for i in range(0 if self.dma_pci else self.n_dma):
             extra.append("--vdev=%s%d,lcore=%d" % (
                 self.dma_driver, i, self.dma_cpus[i % len(self.dma_cpus)]))
@@ -605,6 +614,8 @@ class Sandbox(object):
             eal += ["--in-memory"]
         else:
             eal += ["--no-huge", "-m", "1024"]
+        for d in dpdk_drivers():
+            eal += ["-d", d]
         return eal
 
     def start_guest(self, ports, args=(), name=None, cpu=None):
