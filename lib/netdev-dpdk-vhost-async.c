@@ -408,23 +408,6 @@ static struct vlog_rate_limit lc_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
 static void vhost_async_unixctl_init(void);
 
-static inline void
-stat_add(atomic_uint64_t *counter, uint64_t n)
-{
-    uint64_t orig;
-
-    atomic_add_relaxed(counter, n, &orig);
-}
-
-static inline uint64_t
-stat_get(const atomic_uint64_t *counter)
-{
-    uint64_t v;
-
-    atomic_read_relaxed(CONST_CAST(atomic_uint64_t *, counter), &v);
-    return v;
-}
-
 static bool
 mode_from_string(enum copy_dir dir, const char *s, int *mode)
 {
@@ -711,7 +694,7 @@ free_rings(struct vhost_async *async)
 
             while (!rte_ring_sc_dequeue(ring, &pkt)) {
                 rte_pktmbuf_free(pkt);
-                stat_add(&async->stats.tx_failed, 1);
+                vhost_stat_add(&async->stats.tx_failed, 1);
             }
             rte_ring_free(ring);
             async->txqs[i].ring = NULL;
@@ -823,7 +806,7 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
     if (reset) {
         why = "to reset the device, whose copies on a DMA engine out of "
               "service can never complete";
-        stat_add(&async->stats.resets, 1);
+        vhost_stat_add(&async->stats.resets, 1);
     } else if (!(driver_flags & RTE_VHOST_USER_ASYNC_COPY)
                && !async_refused()) {
         bool wants;
@@ -853,7 +836,7 @@ retire(struct vhost_async *async, struct vhost_async_txq *txq,
         int orig;
 
         atomic_sub_relaxed(&txq->copies.inflight, n, &orig);
-        stat_add(&async->stats.completed, n);
+        vhost_stat_add(&async->stats.completed, n);
         dp_defer_counter_add(pmd_dma_completed, n);
         rte_pktmbuf_free_bulk(pkts, n);
     }
@@ -996,7 +979,7 @@ txq_wedged(struct vhost_async *async, int vid, int qid)
 static int
 drop_wedged(struct vhost_async *async, struct rte_mbuf **pkts, int cnt)
 {
-    stat_add(&async->stats.wedged, cnt);
+    vhost_stat_add(&async->stats.wedged, cnt);
     rte_pktmbuf_free_bulk(pkts, cnt);
     return cnt;
 }
@@ -1114,7 +1097,7 @@ static void
 reset_queues(struct vhost_async *async, int left, uint64_t stuck)
 {
     if (left > 0) {
-        stat_add(&async->stats.abandoned, left);
+        vhost_stat_add(&async->stats.abandoned, left);
         VLOG_ERR("%s: %d DMA copies abandoned: their mbufs are lost, and "
                  "their engine must not complete them any more", async->name,
                  left);
@@ -1165,10 +1148,10 @@ cpu_send(struct vhost_async *async, int vid, int qid,
     }
     if (sent) {
         if (chosen) {
-            stat_add(&async->stats.auto_cpu, sent);
+            vhost_stat_add(&async->stats.auto_cpu, sent);
             dp_defer_counter_add(pmd_auto_cpu_copies, sent);
         } else {
-            stat_add(&async->stats.cpu_copies, sent);
+            vhost_stat_add(&async->stats.cpu_copies, sent);
             dp_defer_counter_add(pmd_cpu_fallbacks, sent);
         }
     }
@@ -1222,7 +1205,7 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
         }
     }
     if (sent) {
-        stat_add(&async->stats.submitted, sent);
+        vhost_stat_add(&async->stats.submitted, sent);
         dp_defer_counter_add(pmd_dma_submitted, sent);
     }
     if (sent < cnt) {
@@ -1433,7 +1416,7 @@ ring_send(struct vhost_async *async, int vid OVS_UNUSED, int qid,
         n = rte_ring_mp_enqueue_burst(ring, (void **) pkts, cnt, NULL);
     }
     if (n < cnt) {
-        stat_add(&async->stats.ring_full, cnt - n);
+        vhost_stat_add(&async->stats.ring_full, cnt - n);
         rte_pktmbuf_free_bulk(pkts + n, cnt - n);
     }
     return cnt - n;
@@ -1527,14 +1510,14 @@ ring_rx_work(struct vhost_async *async, int vid, int qid)
         n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
                                       NULL);
         if (OVS_UNLIKELY(n && txq_wedged(async, vid, qid))) {
-            stat_add(&async->stats.tx_failed, drop_wedged(async, pkts, n));
+            vhost_stat_add(&async->stats.tx_failed, drop_wedged(async, pkts, n));
         } else if (n) {
             int retries = 0, n_dma;
             int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
                                        VHOST_ASYNC_RING_RETRIES, &retries,
                                        &n_dma);
             if (lost) {
-                stat_add(&async->stats.tx_failed, lost);
+                vhost_stat_add(&async->stats.tx_failed, lost);
             }
         }
         if (!rte_ring_empty(ring)) {
@@ -1761,7 +1744,7 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
 
         while (ring && !rte_ring_sc_dequeue(ring, &pkt)) {
             rte_pktmbuf_free(pkt);
-            stat_add(&async->stats.tx_failed, 1);
+            vhost_stat_add(&async->stats.tx_failed, 1);
         }
     }
     /* A device reset (a guest that reboots) keeps the connection and
@@ -1871,7 +1854,7 @@ flush_rings(struct vhost_async *async, int vid)
                        : (rte_pktmbuf_free_bulk(pkts, n), (int) n);
 
             if (lost) {
-                stat_add(&async->stats.tx_failed, lost);
+                vhost_stat_add(&async->stats.tx_failed, lost);
             }
         }
     }
@@ -2072,7 +2055,7 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
 uint64_t
 vhost_async_tx_dropped(const struct vhost_async *async)
 {
-    return stat_get(&async->stats.tx_failed);
+    return vhost_stat_get(&async->stats.tx_failed);
 }
 
 uint64_t
@@ -2114,18 +2097,18 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
                 NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
     stats->counters[n++].value = VALUE;
     ASYNC_STAT("ovs_async_tx_inflight", in_flight);
-    ASYNC_STAT("ovs_async_tx_submitted", stat_get(&async->stats.submitted));
-    ASYNC_STAT("ovs_async_tx_completed", stat_get(&async->stats.completed));
+    ASYNC_STAT("ovs_async_tx_submitted", vhost_stat_get(&async->stats.submitted));
+    ASYNC_STAT("ovs_async_tx_completed", vhost_stat_get(&async->stats.completed));
     ASYNC_STAT("ovs_async_tx_cpu_fallbacks",
-               stat_get(&async->stats.cpu_copies));
+               vhost_stat_get(&async->stats.cpu_copies));
     ASYNC_STAT("ovs_async_tx_ring_full_drops",
-               stat_get(&async->stats.ring_full));
+               vhost_stat_get(&async->stats.ring_full));
     ASYNC_STAT("ovs_async_tx_failure_drops",
-               stat_get(&async->stats.tx_failed));
-    ASYNC_STAT("ovs_async_tx_abandoned", stat_get(&async->stats.abandoned));
-    ASYNC_STAT("ovs_async_tx_wedged_drops", stat_get(&async->stats.wedged));
-    ASYNC_STAT("ovs_async_resets", stat_get(&async->stats.resets));
-    ASYNC_STAT("ovs_async_auto_cpu_copies", stat_get(&async->stats.auto_cpu));
+               vhost_stat_get(&async->stats.tx_failed));
+    ASYNC_STAT("ovs_async_tx_abandoned", vhost_stat_get(&async->stats.abandoned));
+    ASYNC_STAT("ovs_async_tx_wedged_drops", vhost_stat_get(&async->stats.wedged));
+    ASYNC_STAT("ovs_async_resets", vhost_stat_get(&async->stats.resets));
+    ASYNC_STAT("ovs_async_auto_cpu_copies", vhost_stat_get(&async->stats.auto_cpu));
     ASYNC_STAT("ovs_async_auto_switches_to_dma",
                auto_switches(async, VHOST_AUTO_DMA));
     ASYNC_STAT("ovs_async_auto_switches_to_cpu",
@@ -2294,19 +2277,19 @@ format_port(struct ds *reply, const struct vhost_async *async)
             vhost_rx_format_rxq(reply, a->rx, rx_cur, qid);
         }
     }
-    if (stat_get(&async->stats.abandoned)) {
+    if (vhost_stat_get(&async->stats.abandoned)) {
         ds_put_format(reply, "  copies abandoned: %"PRIu64"\n",
-                      stat_get(&async->stats.abandoned));
+                      vhost_stat_get(&async->stats.abandoned));
     }
     if (vhost_rx_dropped(async->rx)) {
         ds_put_format(reply, "  Rx packets dropped, their device gone: "
                       "%"PRIu64"\n", vhost_rx_dropped(async->rx));
     }
-    if (stat_get(&async->stats.resets)) {
+    if (vhost_stat_get(&async->stats.resets)) {
         ds_put_format(reply, "  resets for a failed DMA engine: %"PRIu64
                       ", packets dropped while wedged: %"PRIu64"\n",
-                      stat_get(&async->stats.resets),
-                      stat_get(&async->stats.wedged));
+                      vhost_stat_get(&async->stats.resets),
+                      vhost_stat_get(&async->stats.wedged));
     }
 }
 

@@ -100,23 +100,6 @@ static int pmd_rx_completed = -1;
 static int pmd_rx_cpu_fallbacks = -1;
 static int pmd_rx_auto_cpu = -1;
 
-static inline void
-counter_add(atomic_uint64_t *counter, uint64_t n)
-{
-    uint64_t orig;
-
-    atomic_add_relaxed(counter, n, &orig);
-}
-
-static inline uint64_t
-counter_get(const atomic_uint64_t *counter)
-{
-    uint64_t v;
-
-    atomic_read_relaxed(CONST_CAST(atomic_uint64_t *, counter), &v);
-    return v;
-}
-
 void
 vhost_rx_init(void)
 {
@@ -193,7 +176,7 @@ drop_stash(struct vhost_rx *rx, struct vhost_rxq *q)
         rte_pktmbuf_free_bulk(q->stash + q->stash_ofs, n);
         q->n_stash = q->stash_ofs = 0;
         atomic_store_relaxed(&q->stashed, false);
-        counter_add(&rx->dropped, n);
+        vhost_stat_add(&rx->dropped, n);
     }
     rte_spinlock_unlock(&q->stash_lock);
     return n;
@@ -264,7 +247,7 @@ vhost_rx_stash(struct vhost_rx *rx, int qid, struct rte_mbuf **pkts,
     }
     q = &rx->rxqs[qid];
     rxq_inflight_add(q, -(int) n);
-    counter_add(&q->completed, n);
+    vhost_stat_add(&q->completed, n);
 
     rte_spinlock_lock(&q->stash_lock);
     if (q->stash_ofs + q->n_stash + n > q->stash_size) {
@@ -353,7 +336,7 @@ harvest(struct vhost_rxq *q, int vid, int qid, int16_t skip,
     }
     if (n) {
         rxq_inflight_add(q, -(int) n);
-        counter_add(&q->completed, n);
+        vhost_stat_add(&q->completed, n);
         dp_defer_counter_add(pmd_rx_completed, n);
     }
     return n;
@@ -408,12 +391,12 @@ dma_dequeue(struct vhost_rxq *q, int vid, int qid, int16_t dma,
 
             rxq_inflight_add(q, nr_inflight - before);
             if (submitted > 0) {
-                counter_add(&q->submitted, submitted);
+                vhost_stat_add(&q->submitted, submitted);
                 dp_defer_counter_add(pmd_rx_submitted, submitted);
             }
         }
         if (got) {
-            counter_add(&q->completed, got);
+            vhost_stat_add(&q->completed, got);
             dp_defer_counter_add(pmd_rx_completed, got);
         }
         n += got;
@@ -432,7 +415,7 @@ cpu_dequeue(int vid, int qid, struct rte_mempool *mp,
                                          count);
 
     if (n && counter) {
-        counter_add(counter, n);
+        vhost_stat_add(counter, n);
         dp_defer_counter_add(pmd_counter, n);
     }
     return n;
@@ -543,7 +526,7 @@ vhost_rx_dequeue(struct vhost_rx *rx, enum vhost_rx_mode mode, int vid,
 uint64_t
 vhost_rx_dropped(const struct vhost_rx *rx)
 {
-    return counter_get(&rx->dropped);
+    return vhost_stat_get(&rx->dropped);
 }
 
 void
@@ -558,10 +541,10 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
         struct vhost_rxq *q = &CONST_CAST(struct vhost_rx *, rx)->rxqs[i];
 
         in_flight += MAX(rxq_inflight(q), 0);
-        submitted += counter_get(&q->submitted);
-        completed += counter_get(&q->completed);
-        cpu += counter_get(&q->cpu_copies);
-        auto_cpu += counter_get(&q->auto_cpu);
+        submitted += vhost_stat_get(&q->submitted);
+        completed += vhost_stat_get(&q->completed);
+        cpu += vhost_stat_get(&q->cpu_copies);
+        auto_cpu += vhost_stat_get(&q->auto_cpu);
         if (rx->autos) {
             to_dma += vhost_auto_switches(&rx->autos[i], VHOST_AUTO_DMA);
             to_cpu += vhost_auto_switches(&rx->autos[i], VHOST_AUTO_CPU);
@@ -579,7 +562,7 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
     RX_STAT("ovs_async_rx_submitted", submitted);
     RX_STAT("ovs_async_rx_completed", completed);
     RX_STAT("ovs_async_rx_cpu_fallbacks", cpu);
-    RX_STAT("ovs_async_rx_dropped", counter_get(&rx->dropped));
+    RX_STAT("ovs_async_rx_dropped", vhost_stat_get(&rx->dropped));
     RX_STAT("ovs_async_rx_auto_cpu_copies", auto_cpu);
     RX_STAT("ovs_async_rx_auto_switches_to_dma", to_dma);
     RX_STAT("ovs_async_rx_auto_switches_to_cpu", to_cpu);

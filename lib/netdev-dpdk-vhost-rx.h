@@ -22,6 +22,7 @@
 
 #include "openvswitch/dynamic-string.h"
 #include "ovs-atomic.h"
+#include "util.h"
 
 struct netdev_custom_stats;
 struct rte_mbuf;
@@ -59,6 +60,24 @@ bool vhost_rx_mode_from_string(const char *, enum vhost_rx_mode *);
 /* True if 'mode' copies on DMA engines: the device needs async channels on
  * its guest Tx vrings. */
 bool vhost_rx_mode_dma(enum vhost_rx_mode);
+
+/* Counters of the copy modes, added to and read from any thread. */
+static inline void
+vhost_stat_add(atomic_uint64_t *counter, uint64_t n)
+{
+    uint64_t orig;
+
+    atomic_add_relaxed(counter, n, &orig);
+}
+
+static inline uint64_t
+vhost_stat_get(const atomic_uint64_t *counter)
+{
+    uint64_t v;
+
+    atomic_read_relaxed(CONST_CAST(atomic_uint64_t *, counter), &v);
+    return v;
+}
 
 /* Copies of one vring in flight on DMA engines. */
 struct vhost_vq_copies {

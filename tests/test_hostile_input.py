@@ -49,6 +49,7 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
     ours = {"dma-swcopy/hold", "dma-swcopy/release", "dma-swcopy/fail",
             "dma-swcopy/delay", "dma-swcopy/show",
             "netdev-dpdk/vhost-copy-mode-set",
+            "netdev-dpdk/vhost-rx-copy-mode-set",
             "netdev-dpdk/vhost-copy-mode-get", "netdev-dpdk/dmadev-show",
             "netdev-dpdk/get-mempool-info"}
     assert ours <= set(cmds), sorted(ours - set(cmds))
@@ -133,6 +134,10 @@ def test_server_mode_port_refuses_async_modes(sandbox_factory):
     assert "needs a dpdkvhostuserclient port" in r.stderr, r.stderr
     out = sb.appctl("netdev-dpdk/vhost-copy-mode-set", "defer")
     assert "on 2 ports (not on 1 dpdkvhostuser port" in out, out
+    r = sb.appctl_result("netdev-dpdk/vhost-rx-copy-mode-set", "s0", "dma")
+    assert r.returncode != 0, r.stdout
+    assert "vhost Rx copy mode dma needs a dpdkvhostuserclient" in r.stderr, \
+        r.stderr
     # A server-mode port takes no options at all (upstream says so), and
     # the default of every port does not apply to it.
     sb.vsctl("set", "Interface", "s0", "options:vhost-copy-mode=ring")

@@ -165,6 +165,17 @@ def readd_port(sb, mode, name="v1", ofport=2):
     sb.set_topology("loop")
 
 
+def grow_memory(sb, g):
+    """The guest's memory grows: each port gets a new memory table on its
+    live device, which vhost brackets with a disable of every vring (the
+    clear of the copies held) and an enable."""
+    before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
+    g.proc.send_signal(signal.SIGUSR2)
+    wait_until(lambda: log_count(
+        sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
+        10, "no SET_MEM_TABLE")
+
+
 EVENTS = ["port-readd", "guest-kill", "pmd-mask", "rxq-affinity",
           "mode-switch", "mem-table"]
 
@@ -200,16 +211,7 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
                      "pmd-rxq-affinity")
         during_held_copies(sb, pin)
     elif event == "mem-table":
-        # The guest's memory grows: each port gets a new memory table on
-        # its live device, which vhost brackets with a disable of every
-        # vring (the clear of the copies held) and an enable.
-        def grow():
-            before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
-            g.proc.send_signal(signal.SIGUSR2)
-            wait_until(lambda: log_count(
-                sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
-                10, "no SET_MEM_TABLE")
-        during_held_copies(sb, grow)
+        during_held_copies(sb, lambda: grow_memory(sb, g))
         assert g.log_has("memory grown by 64 MB"), g.log_tail()
     elif event == "mode-switch":
         # Every async mode to each other mode and to cpu, and back.
@@ -272,13 +274,7 @@ def test_event_with_rx_copies_held(sandbox_factory, mode, event):
                      "other_config:pmd-cpu-mask=0x2")
         during_held_copies(sb, grow_shrink, **held)
     elif event == "mem-table":
-        def grow():
-            before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
-            g.proc.send_signal(signal.SIGUSR2)
-            wait_until(lambda: log_count(
-                sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
-                10, "no SET_MEM_TABLE")
-        during_held_copies(sb, grow, **held)
+        during_held_copies(sb, lambda: grow_memory(sb, g), **held)
         assert g.log_has("memory grown by 64 MB"), g.log_tail()
     elif event == "rx-mode-switch":
         for other in ("cpu", "auto"):

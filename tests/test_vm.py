@@ -199,20 +199,7 @@ def test_vm_reboot_and_kill_with_rx_copies_held(vms, event):
             return n if n >= HELD_RX else 0
         held = wait_until(count, 15,
                           lambda: "only %s in flight" % sb.rxq_inflight())
-        sb.swcopy("hold", ENGINE, RELEASE_MS)
-        if event == "reboot":
-            b.send("reboot -f")
-        else:
-            b.proc.kill()
-        wait_until(lambda: "v1" not in sb.rxq_inflight()
-                   or not any(sb.rxq_inflight()["v1"].values()), 10,
-                   lambda: sb.rxq_inflight())
-        sb.swcopy("release", ENGINE)
-        probe.finish()
-        if event == "kill":
-            b.stop()
-            vms.b = b = start_b(sb)
-        serve(b)
+        b = vm_b_event(vms, event, probe, lambda: sb.rxq_inflight())
         print("vm-b %s: %d Rx copies held" % (event, held))
         a.run("killall iperf3; true")
         check_recovered(sb, a, b, base, rx=True)
@@ -261,6 +248,29 @@ def hold_v1_copies(sb, txq=None):
     return held
 
 
+def vm_b_event(vms, event, probe, inflight):
+    """With the engine holding copies, vm-b reboots ("reboot -f": its
+    driver resets the device) or its QEMU is killed (the connection
+    drops); the engine resumes RELEASE_MS into it.  Waits until
+    inflight() ({port: {queue: copies}}) has none of vm-b's left, ends
+    the watch 'probe' of the main thread, and returns vm-b, booted and
+    serving (a new QEMU after a kill)."""
+    sb, b = vms.sb, vms.b
+    sb.swcopy("hold", ENGINE, RELEASE_MS)
+    if event == "reboot":
+        b.send("reboot -f")
+    else:
+        b.proc.kill()
+    wait_until(lambda: not any(inflight().get("v1", {}).values()), 10,
+               inflight)
+    sb.swcopy("release", ENGINE)
+    probe.finish()
+    if event == "kill":
+        b.stop()
+        vms.b = b = start_b(sb)
+    return serve(b)
+
+
 def check_recovered(sb, a, b, base, rx=False):
     """Alive, nothing left in flight or abandoned, a verified transfer on
     the engine (and Rx on the engine too if 'rx'), mempools at their
@@ -303,20 +313,7 @@ def test_vm_reboot_and_kill_with_copies_held(vms, mode, event):
         probe = Responsiveness(sb)
         probe.start()
         held = hold_v1_copies(sb)
-        sb.swcopy("hold", ENGINE, RELEASE_MS)
-        if event == "reboot":
-            b.send("reboot -f")
-        else:
-            b.proc.kill()
-        wait_until(lambda: "v1" not in sb.txq_inflight()
-                   or not any(sb.txq_inflight()["v1"].values()), 10,
-                   lambda: sb.txq_inflight())
-        sb.swcopy("release", ENGINE)
-        probe.finish()
-        if event == "kill":
-            b.stop()
-            vms.b = b = start_b(sb)
-        serve(b)
+        b = vm_b_event(vms, event, probe, lambda: sb.txq_inflight())
         print("%s, vm-b %s: %d copies held" % (mode, event, held))
         # The stream's server went away with vm-b's old life.
         a.run("killall iperf3; true")
