@@ -334,6 +334,11 @@ struct vhost_async {
 
     /* Requested modes, per direction.  Under async_mutex. */
     struct mode_request req[N_DIRS];
+    bool migrating;                 /* netdev-dpdk/vhost-migrate-prepare:
+                                     * copies on the CPU and the socket
+                                     * registered without ASYNC_COPY, which
+                                     * dirty page logging needs.  Under
+                                     * async_mutex. */
 
     /* Serializes the life-cycle paths that clear queues and touch the
      * rings: reconfigure (main thread) and destroy_device (vhost's thread
@@ -498,7 +503,7 @@ requested_mode(const struct vhost_async *async, enum copy_dir dir)
 {
     const struct mode_request *req = &async->req[dir];
 
-    if (async->server) {
+    if (async->server || async->migrating) {
         return 0;
     }
     return (req->override_mode >= 0 ? req->override_mode
@@ -515,7 +520,9 @@ put_requested_source(struct ds *s, const struct vhost_async *async,
 {
     const struct mode_request *req = &async->req[dir];
 
-    if (req->override_mode >= 0) {
+    if (async->migrating) {
+        ds_put_cstr(s, "netdev-dpdk/vhost-migrate-prepare");
+    } else if (req->override_mode >= 0) {
         ds_put_cstr(s, "ovs-appctl");
     } else if (req->option_mode >= 0) {
         ds_put_format(s, "options:%s", dirs[dir].key);
@@ -816,6 +823,16 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
         ovs_mutex_unlock(&async_mutex);
         if (wants) {
             why = "to enable async copies";
+        }
+    } else if (driver_flags & RTE_VHOST_USER_ASYNC_COPY) {
+        bool migrating;
+
+        ovs_mutex_lock(&async_mutex);
+        migrating = async->migrating;
+        ovs_mutex_unlock(&async_mutex);
+        if (migrating) {
+            why = "without async copies, so that it offers dirty page "
+                  "logging for live migration";
         }
     }
     if (why) {
@@ -2230,6 +2247,30 @@ put_mode(struct ds *reply, const struct vhost_async *async,
     ds_put_cstr(reply, ")\n");
 }
 
+/* Whether the port can be live-migrated now: QEMU migrates a guest only if
+ * the port offers dirty page logging (VHOST_F_LOG_ALL), which vhost
+ * withdraws from a socket registered with ASYNC_COPY. */
+static void
+put_migration(struct ds *reply, const struct vhost_async *async)
+    OVS_REQUIRES(async_mutex)
+{
+    ds_put_cstr(reply, "  live migration: ");
+    if (async->async_registered) {
+        ds_put_cstr(reply, async->migrating
+                    ? "being prepared (its socket is registered again "
+                      "without async copies)\n"
+                    : "blocked: its socket is registered for async copies, "
+                      "which log no dirty pages "
+                      "(netdev-dpdk/vhost-migrate-prepare)\n");
+    } else if (async->migrating) {
+        ds_put_cstr(reply, get_vid(async) >= 0
+                    ? "ready (prepared; guest connected)\n"
+                    : "prepared, waiting for the guest to connect\n");
+    } else {
+        ds_put_cstr(reply, "possible (no async copies registered)\n");
+    }
+}
+
 static void
 format_port(struct ds *reply, const struct vhost_async *async)
     OVS_REQUIRES(async_mutex)
@@ -2243,6 +2284,7 @@ format_port(struct ds *reply, const struct vhost_async *async)
     put_mode(reply, async, DIR_TX);
     ds_put_cstr(reply, "  Rx: ");
     put_mode(reply, async, DIR_RX);
+    put_migration(reply, async);
     rings_locked = !ovs_mutex_trylock(&a->lc_mutex);
     for (int qid = 0; qid < async->n_txq; qid++) {
         int n = inflight(a, qid);
@@ -2324,6 +2366,49 @@ mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
     ds_destroy(&reply);
 }
 
+/* "netdev-dpdk/vhost-migrate-prepare" ('aux' true) and
+ * "netdev-dpdk/vhost-migrate-done". */
+static void
+migrate_set(struct unixctl_conn *conn, int argc OVS_UNUSED,
+            const char *argv[], void *aux)
+{
+    bool prepare = aux != NULL;
+    struct ds reply = DS_EMPTY_INITIALIZER;
+    struct vhost_async *async;
+
+    ovs_mutex_lock(&async_mutex);
+    async = find_port(argv[1]);
+    if (!async) {
+        ovs_mutex_unlock(&async_mutex);
+        ds_put_format(&reply, "%s is not a vhost-user port of a DPDK "
+                      "datapath", argv[1]);
+        unixctl_command_reply_error(conn, ds_cstr(&reply));
+        ds_destroy(&reply);
+        return;
+    }
+    if (async->server) {
+        ds_put_format(&reply, "%s is a dpdkvhostuser (server-mode) port, "
+                      "which copies on the CPU: nothing to %s", async->name,
+                      prepare ? "prepare" : "restore");
+    } else if (async->migrating == prepare) {
+        ds_put_format(&reply, "%s: %s", async->name,
+                      prepare ? "prepared for live migration already"
+                      : "not prepared for live migration");
+    } else {
+        async->migrating = prepare;
+        netdev_request_reconfigure(async->netdev);
+        ds_put_format(&reply, "%s: %s", async->name, prepare
+                      ? "preparing for live migration: copies on the CPU, "
+                        "its socket registered again without async copies "
+                        "(the guest reconnects); see vhost-copy-mode-get"
+                      : "copy modes restored (its socket is registered for "
+                        "async copies again if they need it)");
+    }
+    ovs_mutex_unlock(&async_mutex);
+    unixctl_command_reply(conn, ds_cstr(&reply));
+    ds_destroy(&reply);
+}
+
 static void
 vhost_async_unixctl_init(void)
 {
@@ -2342,6 +2427,10 @@ vhost_async_unixctl_init(void)
         }
         unixctl_command_register("netdev-dpdk/vhost-copy-mode-get",
                                  "[interface]", 0, 1, mode_get, NULL);
+        unixctl_command_register("netdev-dpdk/vhost-migrate-prepare",
+                                 "interface", 1, 1, migrate_set, &once);
+        unixctl_command_register("netdev-dpdk/vhost-migrate-done",
+                                 "interface", 1, 1, migrate_set, NULL);
         ovsthread_once_done(&once);
     }
 }
