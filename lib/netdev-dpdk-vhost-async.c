@@ -1020,7 +1020,7 @@ cleared(struct vhost_async *async, int vring, struct rte_mbuf **pkts,
  * lock (the _thread_unsafe variants apply).  Returns false if the engines
  * did not finish in time. */
 static bool
-clear_vq(struct vhost_async *async, int vid, int vring, bool locked)
+clear_vq__(struct vhost_async *async, int vid, int vring, bool locked)
 {
     struct vhost_vq_copies *copies = vq_copies(async, vring);
     long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
@@ -1061,6 +1061,20 @@ clear_vq(struct vhost_async *async, int vid, int vring, bool locked)
         atomic_store_relaxed(&async->txqs[vring / 2].orphaned, false);
     }
     return true;
+}
+
+static bool
+clear_vq(struct vhost_async *async, int vid, int vring, bool locked)
+{
+    bool done;
+
+    if (!(vring % 2)) {
+        return clear_vq__(async, vid, vring, locked);
+    }
+    vhost_rx_lock(async->rx, vring / 2);
+    done = clear_vq__(async, vid, vring, locked);
+    vhost_rx_unlock(async->rx, vring / 2);
+    return done;
 }
 
 /* "txq 3" or "rxq 3", for messages. */

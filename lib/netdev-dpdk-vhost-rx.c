@@ -61,9 +61,18 @@ static const struct rx_copy_mode rx_copy_modes[VHOST_RX_N_MODES] = {
 
 /* Per Rx queue state.  The PMD thread that polls the queue writes it; the
  * life-cycle paths (clears) change 'copies' and the stash too, the former
- * with atomic operations, the latter under 'stash_lock'. */
+ * with atomic operations, the latter under 'stash_lock'.
+ *
+ * 'lock' keeps the guest's order between a clear and the PMD: the PMD
+ * holds it while it receives (a try-lock: if a clear holds it, the queue
+ * has nothing for the PMD now), a clear while it completes the queue's
+ * copies and stashes their packets.  So a clear's packets are either all
+ * older than what the PMD receives after it (they wait in the stash,
+ * which the PMD empties first) or all newer.  Lock order: vhost's queue
+ * lock, then 'lock' (the PMD only try-locks vhost's). */
 struct vhost_rxq {
     PADDED_MEMBERS(CACHE_LINE_SIZE,
+        rte_spinlock_t lock;
         struct vhost_vq_copies copies;
         atomic_bool stashed;        /* 'n_stash' is nonzero. */
         uint32_t last_avg;          /* Average frame size of the last
@@ -159,6 +168,7 @@ vhost_rx_create(const char *port_name)
         atomic_init(&q->completed, 0);
         atomic_init(&q->cpu_copies, 0);
         atomic_init(&q->auto_cpu, 0);
+        rte_spinlock_init(&q->lock);
         rte_spinlock_init(&q->stash_lock);
     }
     atomic_init(&rx->dropped, 0);
@@ -421,23 +431,33 @@ cpu_dequeue(int vid, int qid, struct rte_mempool *mp,
     return n;
 }
 
-uint16_t
-vhost_rx_dequeue(struct vhost_rx *rx, enum vhost_rx_mode mode, int vid,
-                 int qid, struct rte_mempool *mp, struct rte_mbuf **pkts,
-                 uint16_t count)
+void
+vhost_rx_lock(struct vhost_rx *rx, int qid)
 {
-    struct vhost_rxq *q;
+    if (qid >= 0 && qid < MAX_RXQ) {
+        rte_spinlock_lock(&rx->rxqs[qid].lock);
+    }
+}
+
+void
+vhost_rx_unlock(struct vhost_rx *rx, int qid)
+{
+    if (qid >= 0 && qid < MAX_RXQ) {
+        rte_spinlock_unlock(&rx->rxqs[qid].lock);
+    }
+}
+
+static uint16_t
+dequeue__(struct vhost_rx *rx, struct vhost_rxq *q, enum vhost_rx_mode mode,
+          int vid, int qid, struct rte_mempool *mp, struct rte_mbuf **pkts,
+          uint16_t count)
+{
     struct vhost_auto *a = NULL;
     enum vhost_auto_path path;
     int16_t dma = -1;
     uint64_t start = 0;
     uint16_t n = 0;
     bool stashed;
-
-    if (OVS_UNLIKELY(qid < 0 || qid >= MAX_RXQ)) {
-        return 0;
-    }
-    q = &rx->rxqs[qid];
 
     /* What a clear completed comes before anything still in flight. */
     atomic_read_relaxed(&q->stashed, &stashed);
@@ -518,6 +538,28 @@ vhost_rx_dequeue(struct vhost_rx *rx, enum vhost_rx_mode mode, int vid,
         }
         n += got;
     }
+    return n;
+}
+
+uint16_t
+vhost_rx_dequeue(struct vhost_rx *rx, enum vhost_rx_mode mode, int vid,
+                 int qid, struct rte_mempool *mp, struct rte_mbuf **pkts,
+                 uint16_t count)
+{
+    struct vhost_rxq *q;
+    uint16_t n;
+
+    if (OVS_UNLIKELY(qid < 0 || qid >= MAX_RXQ)) {
+        return 0;
+    }
+    q = &rx->rxqs[qid];
+    if (OVS_UNLIKELY(!rte_spinlock_trylock(&q->lock))) {
+        /* A clear of this queue is under way (vhost holds the queue). */
+        dp_defer_keep_awake();
+        return 0;
+    }
+    n = dequeue__(rx, q, mode, vid, qid, mp, pkts, count);
+    rte_spinlock_unlock(&q->lock);
     return n;
 }
 

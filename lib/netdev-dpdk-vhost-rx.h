@@ -106,6 +106,12 @@ uint16_t vhost_rx_dequeue(struct vhost_rx *, enum vhost_rx_mode, int vid,
 /* The copies of Rx queue 'qid', for the life-cycle paths. */
 struct vhost_vq_copies *vhost_rx_copies(struct vhost_rx *, int qid);
 
+/* A clear of Rx queue 'qid' holds the queue's lock while it completes its
+ * copies and stashes their packets, so that they keep their order with
+ * what the PMD receives. */
+void vhost_rx_lock(struct vhost_rx *, int qid);
+void vhost_rx_unlock(struct vhost_rx *, int qid);
+
 /* Keeps 'n' packets that a clear of Rx queue 'qid' completed, for its next
  * dequeue. */
 void vhost_rx_stash(struct vhost_rx *, int qid, struct rte_mbuf **pkts,
