@@ -19,8 +19,10 @@ started with Debian's own ovs-ctl, a vhost-user port in defer mode on the
 dma_swcopy engine, stopped, removed, and the stock binary selected again.
 
 It changes the machine (it is for CI's fresh machines and developers who
-run the suite as root): it installs openvswitch-switch if missing and
-purges at the end what it installed.  Package scripts must not start
+run the suite as root): it needs one without openvswitch-switch, installs
+it and purges at the end what it installed.  Debian's database directory
+/etc/openvswitch (which a purge leaves behind) is set aside for the test
+and put back after it, so that the test starts from an empty database.  Package scripts must not start
 services meanwhile, so a policy-rc.d forbids it for the test's duration.
 Where the kernel has loadable modules but no openvswitch module (the
 userspace datapath needs none), ovs-ctl runs in a mount namespace where
@@ -29,9 +31,10 @@ ovs-vswitchd."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
-import time
+import tempfile
 
 import pytest
 
@@ -44,6 +47,7 @@ FORK_VSWITCHD = "/usr/lib/openvswitch-switch-async/ovs-vswitchd-async"
 STOCK_VSWITCHD = "/usr/lib/openvswitch-switch/ovs-vswitchd"
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 POLICY = "/usr/sbin/policy-rc.d"
+DBDIR = "/etc/openvswitch"
 SOCK = "/tmp/ovs-async-deb-test.sock"
 
 
@@ -87,7 +91,14 @@ def machine():
     if os.geteuid() != 0:
         pytest.fail("the package test runs as root (CI does)")
     before = installed()
-    assert PACKAGE not in before, "%s is installed already" % PACKAGE
+    for pkg in (PACKAGE, "openvswitch-switch"):
+        if pkg in before:
+            pytest.fail("the package test needs a machine without %s (it "
+                        "installs and purges it)" % pkg)
+    saved = None
+    if os.path.exists(DBDIR):
+        saved = tempfile.mkdtemp(prefix="ovs-async-deb-etc-")
+        shutil.move(DBDIR, saved)
     with open(POLICY, "w") as f:
         f.write("#!/bin/sh\n# tests/test_deb.py: no service starts.\n"
                 "exit 101\n")
@@ -100,9 +111,12 @@ def machine():
         if added:
             sh("apt-get purge -y -q %s" % " ".join(added), check=False)
         os.unlink(POLICY)
-        for path in (SOCK,):
-            if os.path.exists(path):
-                os.unlink(path)
+        if os.path.exists(SOCK):
+            os.unlink(SOCK)
+        shutil.rmtree(DBDIR, ignore_errors=True)
+        if saved:
+            shutil.move(os.path.join(saved, os.path.basename(DBDIR)), DBDIR)
+            os.rmdir(saved)
 
 
 def test_deb_install_select_run_remove(machine, tmp_path):
@@ -165,8 +179,11 @@ def test_deb_install_select_run_remove(machine, tmp_path):
 
     # 7. Stop.
     ovs_ctl("stop")
-    time.sleep(0.5)
-    assert sh("pgrep -x ovs-vswitchd", check=False) == ""
+    wait_until(lambda: not os.path.exists("/var/run/openvswitch/"
+                                          "ovs-vswitchd.pid"), 10,
+               "ovs-vswitchd's pidfile is still there")
+    r = subprocess.run(["ovs-appctl", "version"], capture_output=True)
+    assert r.returncode != 0, r
 
     # 8. Remove: the stock binary is selected again.
     sh("apt-get remove -y -q %s" % PACKAGE)
