@@ -453,14 +453,19 @@ mode_list(enum copy_dir dir)
     return lists[dir];
 }
 
-static enum vhost_copy_mode
-get_mode(const struct vhost_async *async)
+static int
+read_mode(const atomic_int *mode_)
 {
     int mode;
 
-    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->mode,
-                        &mode);
+    atomic_read_relaxed(CONST_CAST(atomic_int *, mode_), &mode);
     return mode;
+}
+
+static enum vhost_copy_mode
+get_mode(const struct vhost_async *async)
+{
+    return read_mode(&async->mode);
 }
 
 static const struct copy_mode *
@@ -472,11 +477,7 @@ mode_of(const struct vhost_async *async)
 static enum vhost_rx_mode
 get_rx_mode(const struct vhost_async *async)
 {
-    int mode;
-
-    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->rx_mode,
-                        &mode);
-    return mode;
+    return read_mode(&async->rx_mode);
 }
 
 /* The mode of 'dir' in use. */

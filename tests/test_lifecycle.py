@@ -165,6 +165,13 @@ def readd_port(sb, mode, name="v1", ofport=2):
     sb.set_topology("loop")
 
 
+def grow_shrink_pmds(sb):
+    """A second PMD thread (on CPU 0), then back to the one on CPU 1."""
+    sb.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x3")
+    time.sleep(0.5)
+    sb.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x2")
+
+
 def grow_memory(sb, g):
     """The guest's memory grows: each port gets a new memory table on its
     live device, which vhost brackets with a disable of every vring (the
@@ -195,13 +202,7 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
     elif event == "guest-kill":
         during_held_copies(sb, lambda: g.stop(sig=signal.SIGKILL))
     elif event == "pmd-mask":
-        def grow_shrink():
-            sb.vsctl("set", "Open_vSwitch", ".",
-                     "other_config:pmd-cpu-mask=0x3")
-            time.sleep(0.5)
-            sb.vsctl("set", "Open_vSwitch", ".",
-                     "other_config:pmd-cpu-mask=0x2")
-        during_held_copies(sb, grow_shrink)
+        during_held_copies(sb, lambda: grow_shrink_pmds(sb))
     elif event == "rxq-affinity":
         def pin():
             sb.vsctl("set", "Interface", "v0",
@@ -266,13 +267,7 @@ def test_event_with_rx_copies_held(sandbox_factory, mode, event):
     elif event == "pmd-mask":
         # The second PMD takes an Rx queue whose copies sit on the first
         # PMD's engine.
-        def grow_shrink():
-            sb.vsctl("set", "Open_vSwitch", ".",
-                     "other_config:pmd-cpu-mask=0x3")
-            time.sleep(0.5)
-            sb.vsctl("set", "Open_vSwitch", ".",
-                     "other_config:pmd-cpu-mask=0x2")
-        during_held_copies(sb, grow_shrink, **held)
+        during_held_copies(sb, lambda: grow_shrink_pmds(sb), **held)
     elif event == "mem-table":
         during_held_copies(sb, lambda: grow_memory(sb, g), **held)
         assert g.log_has("memory grown by 64 MB"), g.log_tail()

@@ -125,20 +125,27 @@ def set_pairs(sb, b, n):
                lambda: sb.appctl("dpif-netdev/pmd-rxq-show"))
 
 
+def ping_fetch_stream(a, b):
+    """vm-a pings vm-b, fetches its file (verified) and runs a 3 s TCP
+    stream to it; returns the stream's Mbit/s."""
+    a.run("ping -c 3 -W 5 %s" % b.addr, timeout=30)
+    fetch_verified(a, b)
+    out = a.run("iperf3 -c %s -t 3 -f m" % b.addr, timeout=60)[1]
+    m = re.search(r"([\d.]+) Mbits/sec.*receiver", out)
+    assert m, out
+    return m.group(1)
+
+
 @pytest.mark.parametrize("mode", list(COPY_MODES))
 def test_vm_traffic(vms, mode):
     """Ping, a verified file transfer and a TCP stream between the VMs."""
     sb, a, b = vms
     set_mode(sb, mode)
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    a.run("ping -c 3 -W 5 %s" % b.addr, timeout=30)
-    fetch_verified(a, b)
-    out = a.run("iperf3 -c %s -t 3 -f m" % b.addr, timeout=60)[1]
-    m = re.search(r"([\d.]+) Mbits/sec.*receiver", out)
-    assert m, out
+    mbits = ping_fetch_stream(a, b)
     counters = sb.pmd_counters()
     print("%s: TCP %s Mbit/s, DMA copies %d" % (
-        mode, m.group(1), counters["DMA copies submitted"]))
+        mode, mbits, counters["DMA copies submitted"]))
     if mode in ASYNC_MODES:
         assert counters["DMA copies submitted"] > 0, counters
         assert counters["DMA CPU fallbacks"] == 0, counters
@@ -155,14 +162,10 @@ def test_vm_traffic_rx_dma(vms, mode):
     sb.set_rx_copy_mode("dma")
     try:
         sb.appctl("dpif-netdev/pmd-stats-clear")
-        a.run("ping -c 3 -W 5 %s" % b.addr, timeout=30)
-        fetch_verified(a, b)
-        out = a.run("iperf3 -c %s -t 3 -f m" % b.addr, timeout=60)[1]
-        m = re.search(r"([\d.]+) Mbits/sec.*receiver", out)
-        assert m, out
+        mbits = ping_fetch_stream(a, b)
         counters = sb.pmd_counters()
         print("%s, Rx dma: TCP %s Mbit/s, Rx DMA copies %d" % (
-            mode, m.group(1), counters["DMA Rx copies completed"]))
+            mode, mbits, counters["DMA Rx copies completed"]))
         assert counters["DMA Rx copies completed"] > 0, counters
         assert counters["DMA Rx CPU fallbacks"] == 0, counters
     finally:
