@@ -20,9 +20,10 @@ dma_swcopy engine, stopped, removed, and the stock binary selected again.
 
 It changes the machine (it is for CI's fresh machines and developers who
 run the suite as root): it needs one without openvswitch-switch, installs
-it and purges at the end what it installed.  Debian's database directory
-/etc/openvswitch (which a purge leaves behind) is set aside for the test
-and put back after it, so that the test starts from an empty database.  Package scripts must not start
+it and purges at the end what it installed.  Debian's database directories
+(/etc/openvswitch, and /var/lib/openvswitch that holds conf.db, which a
+purge leaves behind) are set aside for the test and put back after it,
+so that the test starts from an empty database.  Package scripts must not start
 services meanwhile, so a policy-rc.d forbids it for the test's duration.
 Where the kernel has loadable modules but no openvswitch module (the
 userspace datapath needs none), ovs-ctl runs in a mount namespace where
@@ -47,7 +48,7 @@ FORK_VSWITCHD = "/usr/lib/openvswitch-switch-async/ovs-vswitchd-async"
 STOCK_VSWITCHD = "/usr/lib/openvswitch-switch/ovs-vswitchd"
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 POLICY = "/usr/sbin/policy-rc.d"
-DBDIR = "/etc/openvswitch"
+DBDIRS = ["/etc/openvswitch", "/var/lib/openvswitch"]
 SOCK = "/tmp/ovs-async-deb-test.sock"
 
 
@@ -95,10 +96,11 @@ def machine():
         if pkg in before:
             pytest.fail("the package test needs a machine without %s (it "
                         "installs and purges it)" % pkg)
-    saved = None
-    if os.path.exists(DBDIR):
-        saved = tempfile.mkdtemp(prefix="ovs-async-deb-etc-")
-        shutil.move(DBDIR, saved)
+    saved = {}
+    for d in DBDIRS:
+        if os.path.exists(d):
+            saved[d] = tempfile.mkdtemp(prefix="ovs-async-deb-db-")
+            shutil.move(d, saved[d])
     with open(POLICY, "w") as f:
         f.write("#!/bin/sh\n# tests/test_deb.py: no service starts.\n"
                 "exit 101\n")
@@ -113,10 +115,11 @@ def machine():
         os.unlink(POLICY)
         if os.path.exists(SOCK):
             os.unlink(SOCK)
-        shutil.rmtree(DBDIR, ignore_errors=True)
-        if saved:
-            shutil.move(os.path.join(saved, os.path.basename(DBDIR)), DBDIR)
-            os.rmdir(saved)
+        for d in DBDIRS:
+            shutil.rmtree(d, ignore_errors=True)
+            if d in saved:
+                shutil.move(os.path.join(saved[d], os.path.basename(d)), d)
+                os.rmdir(saved[d])
 
 
 def test_deb_install_select_run_remove(machine, tmp_path):
