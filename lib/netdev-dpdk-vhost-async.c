@@ -2168,6 +2168,23 @@ find_port(const char *name)
 
 /* "netdev-dpdk/vhost-copy-mode-set" and "vhost-rx-copy-mode-set", with the
  * direction as 'aux'. */
+/* The port named 'name', or NULL after replying an error to 'conn'. */
+static struct vhost_async *
+find_port_or_reply(struct unixctl_conn *conn, const char *name)
+    OVS_REQUIRES(async_mutex)
+{
+    struct vhost_async *async = find_port(name);
+
+    if (!async) {
+        char *msg = xasprintf("%s is not a vhost-user port of a DPDK "
+                              "datapath", name);
+
+        unixctl_command_reply_error(conn, msg);
+        free(msg);
+    }
+    return async;
+}
+
 static void
 mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
          void *aux)
@@ -2194,12 +2211,11 @@ mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
 
     ovs_mutex_lock(&async_mutex);
     if (argc == 3) {
-        async = find_port(argv[1]);
+        async = find_port_or_reply(conn, argv[1]);
         if (!async) {
             ovs_mutex_unlock(&async_mutex);
-            ds_put_format(&reply, "%s is not a vhost-user port of a DPDK "
-                          "datapath", argv[1]);
-            goto error;
+            ds_destroy(&reply);
+            return;
         }
         if (async->server && info->dma(mode)) {
             ds_put_format(&reply, "%s is a dpdkvhostuser (server-mode) "
@@ -2359,13 +2375,9 @@ mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
 
     ovs_mutex_lock(&async_mutex);
     if (argc == 2) {
-        async = find_port(argv[1]);
+        async = find_port_or_reply(conn, argv[1]);
         if (!async) {
             ovs_mutex_unlock(&async_mutex);
-            ds_put_format(&reply, "%s is not a vhost-user port of a DPDK "
-                          "datapath", argv[1]);
-            unixctl_command_reply_error(conn, ds_cstr(&reply));
-            ds_destroy(&reply);
             return;
         }
         format_port(&reply, async);
@@ -2392,13 +2404,9 @@ migrate_set(struct unixctl_conn *conn, int argc OVS_UNUSED,
     struct vhost_async *async;
 
     ovs_mutex_lock(&async_mutex);
-    async = find_port(argv[1]);
+    async = find_port_or_reply(conn, argv[1]);
     if (!async) {
         ovs_mutex_unlock(&async_mutex);
-        ds_put_format(&reply, "%s is not a vhost-user port of a DPDK "
-                      "datapath", argv[1]);
-        unixctl_command_reply_error(conn, ds_cstr(&reply));
-        ds_destroy(&reply);
         return;
     }
     if (async->server) {
