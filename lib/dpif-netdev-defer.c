@@ -199,9 +199,10 @@ recheck_max_ticks(void)
 }
 
 /* Records that the calling thread has work in flight for ('aux', 'qid')
- * that 'cb' retires: 'n' more units.  The item goes to the thread's current
- * list, once per ('cb', 'aux', 'qid'); without a current list, the work is
- * run inline. */
+ * that 'cb' retires: 'n' more units (0: no units to time, but work that
+ * 'cb' must be run for).  The item goes to the thread's current list, once
+ * per ('cb', 'aux', 'qid'); without a current list, the work is run
+ * inline. */
 void
 dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
 {
@@ -218,7 +219,9 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
     for (size_t i = 0; i < defer->n_items; i++) {
         item = &defer->items[i];
         if (item->aux == aux && item->qid == qid && item->cb == cb) {
-            item_add_batch(item, now, n);
+            if (n) {
+                item_add_batch(item, now, n);
+            }
             return;
         }
     }
@@ -239,7 +242,9 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
     item->aux = aux;
     item->qid = qid;
     item->n_batches = 0;
-    item_add_batch(item, now, n);
+    if (n) {
+        item_add_batch(item, now, n);
+    }
     item->next_check = next_check(defer, now, now, recheck_max_ticks());
     dp_defer_count(defer, DP_DEFER_QUEUED, 1);
 }

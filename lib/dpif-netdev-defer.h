@@ -85,7 +85,7 @@ enum dp_defer_stat {
  * PMD thread does for a netdev, such as the DMA copies of the vhost copy
  * modes.  A module registers each of its counters once, before PMD threads
  * count, and counts on the calling thread with dp_defer_counter_add(). */
-#define DP_DEFER_MAX_COUNTERS 8
+#define DP_DEFER_MAX_COUNTERS 12
 #define DP_DEFER_N_COUNTERS (DP_DEFER_N_STATS + DP_DEFER_MAX_COUNTERS)
 
 int dp_defer_counter_register(const char *label);

@@ -19,10 +19,12 @@
 #include "netdev-dpdk-vhost-async.h"
 
 #include <errno.h>
+#include <limits.h>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 #include <rte_ring.h>
 #include <rte_spinlock.h>
 #include <rte_vhost.h>
@@ -48,6 +50,7 @@
 VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 
 COVERAGE_DEFINE(vhost_async_tx_contention);
+COVERAGE_DEFINE(vhost_async_tx_deferred);
 COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
@@ -61,12 +64,17 @@ COVERAGE_DEFINE(vhost_async_enable_passed_over);
 /* Packets taken per poll of completions or of a ring. */
 #define POLL_BURST 64
 
-/* Entries of each Tx queue ring in 'ring' mode (a power of 2). */
+/* Entries of each Tx queue ring in 'ring' mode, and of the ring of
+ * packets that senders in 'defer' and 'auto' put aside while the queue's
+ * lock is taken (a power of 2). */
 #define RING_SIZE 4096
 
 /* How long a control-path drain waits for a DMA engine before giving up
  * (copies still in flight then belong to vhost until the device goes). */
 #define DRAIN_TIMEOUT_MS 2000
+
+/* Longest netdev-dpdk/vhost-txq-hold holds a port's Tx queue locks. */
+#define TXQ_HOLD_MAX_MS (10 * 60 * 1000)
 
 /* Enqueue retries of packets taken from a ring in 'ring' mode. */
 #define VHOST_ASYNC_RING_RETRIES 8
@@ -87,22 +95,22 @@ enum vhost_copy_mode {
 };
 
 
-static int cpu_mode_send(struct vhost_async *, int vid, int qid,
-                         struct rte_mbuf **, int cnt, int max_retries,
-                         int *retries, int *n_dma);
-static int dma_or_cpu_send(struct vhost_async *, int vid, int qid,
-                           struct rte_mbuf **, int cnt, int max_retries,
-                           int *retries, int *n_dma);
-static int ring_send(struct vhost_async *, int vid, int qid,
-                     struct rte_mbuf **, int cnt, int max_retries,
-                     int *retries, int *n_dma);
-static int auto_send(struct vhost_async *, int vid, int qid,
-                     struct rte_mbuf **, int cnt, int max_retries,
-                     int *retries, int *n_dma);
+/* Sends 'cnt' packets on Tx queue 'qid' of device 'vid' and takes
+ * ownership of all of them.  Returns the number it could not send (freed)
+ * and stores the number handed to DMA in '*n_dma'. */
+typedef int send_func(struct vhost_async *, int vid, int qid,
+                      struct rte_mbuf **pkts, int cnt, int max_retries,
+                      int *retries, int *n_dma);
+
+static send_func cpu_mode_send;
+static send_func dma_or_cpu_send;
+static send_func ring_send;
+static send_func auto_send;
 static void rx_poll_completions(struct vhost_async *, int vid, int qid);
 static void ring_rx_work(struct vhost_async *, int vid, int qid);
 static bool ring_enter(struct vhost_async *, int n_txq, bool again);
 static void ring_leave(struct vhost_async *, int vid);
+static bool aside_enter(struct vhost_async *, int n_txq, bool again);
 static bool auto_enter(struct vhost_async *, int n_txq, bool again);
 static void auto_retired(struct vhost_async *, int qid, uint64_t cycles,
                          uint32_t n);
@@ -122,13 +130,12 @@ struct copy_mode {
     bool sender_retires;    /* The sender queues what it handed to DMA in
                              * its own deferred work list, which retires
                              * it; else 'rx_work' retires it. */
+    bool puts_aside;        /* A sender that finds the txq lock taken does
+                             * not wait: it puts its packets into the
+                             * queue's ring and queues a work item; the
+                             * lock's next holder sends them first. */
 
-    /* Sends 'cnt' packets on Tx queue 'qid' of device 'vid' and takes
-     * ownership of all of them.  Returns the number it could not send
-     * (freed) and stores the number handed to DMA in '*n_dma'. */
-    int (*send)(struct vhost_async *, int vid, int qid,
-                struct rte_mbuf **pkts, int cnt, int max_retries,
-                int *retries, int *n_dma);
+    send_func *send;
 
     /* The Tx work of the PMD that polls Rx queue 'qid' of the port, before
      * it receives.  NULL if none. */
@@ -188,7 +195,10 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
         .dma = true,
         .tx_lock = true,
         .sender_retires = true,
+        .puts_aside = true,
         .send = dma_or_cpu_send,
+        .enter = aside_enter,
+        .leave = ring_leave,
     },
     /* Per Tx queue, cpu or defer, whichever costs the sending PMD fewer
      * cycles per packet (netdev-dpdk-vhost-auto.h). */
@@ -197,8 +207,10 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
         .dma = true,
         .tx_lock = true,
         .sender_retires = true,
+        .puts_aside = true,
         .send = auto_send,
         .enter = auto_enter,
+        .leave = ring_leave,
         .retired = auto_retired,
         .format_txq = auto_format_txq,
     },
@@ -302,7 +314,11 @@ struct vhost_async_txq {
         atomic_bool orphaned;       /* A PMD's drain left copies in flight
                                      * that no list polls: the next sender
                                      * polls every dmadev of the queue. */
-        struct rte_ring *ring;      /* 'ring' mode: packets to submit. */
+        struct rte_ring *ring;      /* 'ring' mode: packets to submit;
+                                     * 'puts_aside' modes: packets of
+                                     * senders that found the lock taken. */
+        ATOMIC(rte_spinlock_t *) tx_lock;   /* The queue's lock, for the
+                                             * work items of those senders. */
     );
 };
 
@@ -314,6 +330,8 @@ struct vhost_async_stats {
     atomic_uint64_t auto_cpu;       /* Packets 'auto' chose to copy on the
                                      * CPU. */
     atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
+    atomic_uint64_t put_aside;      /* Packets put aside by a sender that
+                                     * found the txq lock taken. */
     atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
                                      * gone, engine stuck). */
     atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
@@ -349,6 +367,9 @@ struct vhost_async {
     atomic_int mode;                /* enum vhost_copy_mode in use. */
     atomic_int rx_mode;             /* enum vhost_rx_mode in use. */
     atomic_int vid;                 /* Device for the PMDs, -1 if none. */
+    atomic_llong held_until;        /* netdev-dpdk/vhost-txq-hold: senders
+                                     * find the Tx queue locks taken until
+                                     * this time (msec), if nonzero. */
     bool async_registered;          /* Driver registered with ASYNC_COPY. */
     atomic_bool reset_requested;    /* A queue is wedged (see txq_wedged()):
                                      * the next reconfiguration reconnects
@@ -407,6 +428,7 @@ static int pmd_cpu_fallbacks = -1;      /* Copied on the CPU in an async
                                          * mode for want of a dmadev. */
 static int pmd_auto_cpu_copies = -1;    /* Copied on the CPU by choice of
                                          * 'auto'. */
+static int pmd_put_aside = -1;          /* Put aside, the txq lock taken. */
 
 /* Life-cycle trouble (engines that do not complete). */
 static struct vlog_rate_limit lc_rl = VLOG_RATE_LIMIT_INIT(1, 5);
@@ -588,6 +610,8 @@ vhost_async_init(bool iommu, bool postcopy)
         pmd_cpu_fallbacks = dp_defer_counter_register("DMA CPU fallbacks");
         pmd_auto_cpu_copies = dp_defer_counter_register(
             "auto mode CPU copies");
+        pmd_put_aside = dp_defer_counter_register(
+            "DMA Tx packets put aside, txq locked");
         vhost_rx_init();
         ovsthread_once_done(&once);
     }
@@ -677,12 +701,14 @@ vhost_async_create(struct netdev *netdev)
     atomic_init(&async->mode, VHOST_COPY_CPU);
     atomic_init(&async->vid, -1);
     atomic_init(&async->reset_requested, false);
+    atomic_init(&async->held_until, 0);
     async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
     async->txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->txqs);
     for (int i = 0; i < MAX_TXQ; i++) {
         atomic_init(&async->txqs[i].copies.inflight, 0);
         atomic_init(&async->txqs[i].copies.dma_mask, 0);
         atomic_init(&async->txqs[i].orphaned, false);
+        atomic_init(&async->txqs[i].tx_lock, NULL);
     }
 
     ovs_mutex_lock(&async_mutex);
@@ -1341,7 +1367,7 @@ auto_send(struct vhost_async *async, int vid, int qid,
 }
 
 static bool
-auto_enter(struct vhost_async *async, int n_txq OVS_UNUSED, bool again)
+auto_enter(struct vhost_async *async, int n_txq, bool again)
 {
     if (!again) {
         if (!async->autos) {
@@ -1351,7 +1377,7 @@ auto_enter(struct vhost_async *async, int n_txq OVS_UNUSED, bool again)
             vhost_auto_reset(&async->autos[qid]);
         }
     }
-    return true;
+    return aside_enter(async, n_txq, again);
 }
 
 static void
@@ -1371,21 +1397,42 @@ auto_format_txq(struct ds *reply, const struct vhost_async *async, int qid)
     }
 }
 
-/* The deferred work of a PMD that submitted on Tx queue 'qid'. */
+static bool send_put_aside(struct vhost_async *, const struct copy_mode *,
+                           int vid, int qid, bool drain);
+
+/* True if senders put packets aside on Tx queue 'qid' that wait for its
+ * lock. */
+static inline bool
+has_put_aside(const struct vhost_async *async, int qid)
+{
+    const struct rte_ring *ring = async->txqs[qid].ring;
+
+    return ring && !rte_ring_empty(ring);
+}
+
+/* The deferred work of a PMD that submitted on Tx queue 'qid', or put
+ * packets aside there. */
 static bool
 defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
 {
     struct vhost_async *async = aux;
     const struct copy_mode *mode = mode_of(async);
     int vid = get_vid(async);
+    bool waiting = false;
     uint64_t start = 0;
     int16_t dma;
 
     *n_retired = 0;
-    if (vid < 0 || inflight(async, qid) <= 0) {
-        /* Nothing left, or the device went away and destroy_device()
-         * cleared everything. */
+    if (vid < 0) {
+        /* The device went away and destroy_device() cleared everything.
+         * What is put aside waits for the queue's next sender. */
         return false;
+    }
+    if (mode->puts_aside && OVS_UNLIKELY(has_put_aside(async, qid))) {
+        waiting = !send_put_aside(async, mode, vid, qid, drain);
+    }
+    if (inflight(async, qid) <= 0) {
+        return waiting;
     }
     if (mode->retired) {
         /* The mode weighs what retiring DMA copies costs. */
@@ -1401,7 +1448,7 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
         mode->retired(async, qid, rte_get_tsc_cycles() - start, *n_retired);
     }
     if (inflight(async, qid) <= 0) {
-        return false;
+        return waiting;
     }
     if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
         /* Nothing will come back: reset the device, even if nothing is
@@ -1460,6 +1507,185 @@ vhost_async_active(const struct vhost_async *async)
     return mode_of(async)->dma;
 }
 
+/* True while netdev-dpdk/vhost-txq-hold has the senders of 'async' find its
+ * Tx queue locks taken. */
+static inline bool
+txqs_held(struct vhost_async *async)
+{
+    long long int until;
+
+    atomic_read_relaxed(&async->held_until, &until);
+    if (OVS_LIKELY(!until)) {
+        return false;
+    }
+    if (time_msec() < until) {
+        return true;
+    }
+    /* Expired (unless a new hold came meanwhile). */
+    atomic_compare_exchange_strong(&async->held_until, &until, 0);
+    return false;
+}
+
+/* Takes Tx queue lock 'tx_lock' of 'async' if it is free. */
+static inline bool
+txq_trylock(struct vhost_async *async, rte_spinlock_t *tx_lock)
+{
+    return !txqs_held(async) && rte_spinlock_trylock(tx_lock);
+}
+
+/* Waits for Tx queue lock 'tx_lock' of 'async', which another thread holds,
+ * and takes it. */
+static void
+txq_lock(struct vhost_async *async, rte_spinlock_t *tx_lock)
+{
+    COVERAGE_INC(vhost_async_tx_contention);
+    while (txqs_held(async)) {
+        rte_pause();
+    }
+    rte_spinlock_lock(tx_lock);
+}
+
+/* Sends up to 'max_bursts' bursts from the ring of Tx queue 'qid' with
+ * 'send'.  The caller serializes the ring's consumers.  The packets were
+ * counted as sent when they went into the ring, so those that cannot be
+ * sent now are counted as async drops.  Returns the number handed to DMA. */
+static int
+send_from_ring(struct vhost_async *async, int vid, int qid, send_func *send,
+               int max_bursts)
+{
+    struct rte_ring *ring = async->txqs[qid].ring;
+    int n_dma = 0;
+
+    for (int i = 0; ring && i < max_bursts; i++) {
+        struct rte_mbuf *pkts[POLL_BURST];
+        int lost, retries = 0, n;
+
+        n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
+                                      NULL);
+        if (!n) {
+            break;
+        }
+        if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
+            lost = drop_wedged(async, pkts, n);
+        } else {
+            int dma = 0;
+
+            lost = send(async, vid, qid, pkts, n, VHOST_ASYNC_RING_RETRIES,
+                        &retries, &dma);
+            n_dma += dma;
+        }
+        if (lost) {
+            vhost_stat_add(&async->stats.tx_failed, lost);
+        }
+    }
+    return n_dma;
+}
+
+/* Sends 'cnt' packets on Tx queue 'qid' in 'mode', whose lock the caller
+ * holds: first what senders put aside while the lock was taken, so that
+ * each sender's packets stay in order, then 'pkts'.  Returns the number of
+ * 'pkts' dropped and stores the number of packets handed to DMA in
+ * '*n_dma'. */
+static int
+locked_send(struct vhost_async *async, const struct copy_mode *mode,
+            int vid, int qid, struct rte_mbuf **pkts, int cnt,
+            int max_retries, int *retries, int *n_dma)
+{
+    int dropped = 0;
+
+    *n_dma = 0;
+    if (mode->dma) {
+        sweep_orphaned(async, vid, qid);
+    }
+    if (mode->puts_aside && async->txqs[qid].ring) {
+        *n_dma += send_from_ring(async, vid, qid, mode->send,
+                                 RING_SIZE / POLL_BURST);
+    }
+    if (!cnt) {
+        return 0;
+    }
+    if (OVS_UNLIKELY(mode->dma && txq_wedged(async, vid, qid))) {
+        dropped = drop_wedged(async, pkts, cnt);
+    } else {
+        int n = 0;
+
+        dropped = mode->send(async, vid, qid, pkts, cnt, max_retries,
+                             retries, &n);
+        *n_dma += n;
+    }
+    return dropped;
+}
+
+/* A sender in a 'puts_aside' mode that found the lock 'tx_lock' of Tx queue
+ * 'qid' taken: instead of waiting for it, puts what it can of 'pkts' into
+ * the queue's ring, which the lock's next holder sends first, and queues a
+ * work item that sends them itself if nobody else does.  Returns the number
+ * of packets put aside. */
+static int
+put_aside(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock,
+          struct rte_mbuf **pkts, int cnt)
+{
+    struct vhost_async_txq *txq = &async->txqs[qid];
+    rte_spinlock_t *known;
+    unsigned int n;
+
+    if (!txq->ring) {
+        return 0;
+    }
+    atomic_read_relaxed(&txq->tx_lock, &known);
+    if (OVS_UNLIKELY(known != tx_lock)) {
+        atomic_store_relaxed(&txq->tx_lock, tx_lock);
+    }
+    n = rte_ring_mp_enqueue_burst(txq->ring, (void **) pkts, cnt, NULL);
+    if (n) {
+        COVERAGE_ADD(vhost_async_tx_deferred, n);
+        vhost_stat_add(&async->stats.put_aside, n);
+        dp_defer_counter_add(pmd_put_aside, n);
+        dp_defer_submit(defer_work, async, qid, 0);
+    }
+    return n;
+}
+
+/* From the deferred work list of a sender that put packets aside on Tx
+ * queue 'qid': sends what is still aside if the queue's lock is free (in a
+ * 'drain', once it is, for at most DP_DEFER_DRAIN_MAX_MS).  Returns false
+ * if the packets must wait. */
+static bool
+send_put_aside(struct vhost_async *async, const struct copy_mode *mode,
+               int vid, int qid, bool drain)
+{
+    struct vhost_async_txq *txq = &async->txqs[qid];
+    rte_spinlock_t *tx_lock;
+    int retries = 0, n_dma;
+
+    atomic_read_relaxed(&txq->tx_lock, &tx_lock);
+    if (!txq_trylock(async, tx_lock)) {
+        long long int deadline = time_msec() + DP_DEFER_DRAIN_MAX_MS;
+        bool locked = false;
+
+        while (drain && !locked && time_msec() <= deadline) {
+            rte_pause();
+            locked = txq_trylock(async, tx_lock);
+        }
+        if (!locked) {
+            if (drain) {
+                VLOG_WARN_RL(&lc_rl, "%s: txq %d: %u packets put aside stay "
+                             "there for the queue's next sender: its lock "
+                             "was taken for %d ms", async->name, qid,
+                             rte_ring_count(txq->ring),
+                             DP_DEFER_DRAIN_MAX_MS);
+            }
+            return false;
+        }
+    }
+    locked_send(async, mode, vid, qid, NULL, 0, 0, &retries, &n_dma);
+    rte_spinlock_unlock(tx_lock);
+    if (n_dma) {
+        dp_defer_submit(defer_work, async, qid, n_dma);
+    }
+    return true;
+}
+
 int
 vhost_async_send(struct vhost_async *async, int vid, int qid,
                  struct rte_mbuf **pkts, int cnt, int max_retries,
@@ -1488,20 +1714,20 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
                           &n_dma);
     }
 
-    if (OVS_UNLIKELY(!rte_spinlock_trylock(tx_lock))) {
-        COVERAGE_INC(vhost_async_tx_contention);
-        rte_spinlock_lock(tx_lock);
+    if (OVS_UNLIKELY(!txq_trylock(async, tx_lock))) {
+        int n = mode->puts_aside ? put_aside(async, qid, tx_lock, pkts, cnt)
+                                 : 0;
+
+        if (n == cnt) {
+            return 0;
+        }
+        /* The ring is full (or there is none): wait. */
+        pkts += n;
+        cnt -= n;
+        txq_lock(async, tx_lock);
     }
-    if (mode->dma) {
-        sweep_orphaned(async, vid, qid);
-    }
-    if (OVS_UNLIKELY(mode->dma && txq_wedged(async, vid, qid))) {
-        dropped = drop_wedged(async, pkts, cnt);
-        n_dma = 0;
-    } else {
-        dropped = mode->send(async, vid, qid, pkts, cnt, max_retries,
-                             retries, &n_dma);
-    }
+    dropped = locked_send(async, mode, vid, qid, pkts, cnt, max_retries,
+                          retries, &n_dma);
     rte_spinlock_unlock(tx_lock);
 
     if (n_dma && mode->sender_retires) {
@@ -1536,22 +1762,7 @@ ring_rx_work(struct vhost_async *async, int vid, int qid)
     struct rte_ring *ring = async->txqs[qid].ring;
 
     if (ring) {
-        struct rte_mbuf *pkts[POLL_BURST];
-        unsigned int n;
-
-        n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
-                                      NULL);
-        if (OVS_UNLIKELY(n && txq_wedged(async, vid, qid))) {
-            vhost_stat_add(&async->stats.tx_failed, drop_wedged(async, pkts, n));
-        } else if (n) {
-            int retries = 0, n_dma;
-            int lost = dma_or_cpu_send(async, vid, qid, pkts, n,
-                                       VHOST_ASYNC_RING_RETRIES, &retries,
-                                       &n_dma);
-            if (lost) {
-                vhost_stat_add(&async->stats.tx_failed, lost);
-            }
-        }
+        send_from_ring(async, vid, qid, dma_or_cpu_send, 1);
         if (!rte_ring_empty(ring)) {
             dp_defer_keep_awake();
         }
@@ -1871,24 +2082,8 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
 static void
 flush_rings(struct vhost_async *async, int vid)
 {
-    for (int qid = 0; qid < MAX_TXQ; qid++) {
-        struct rte_ring *ring = async->txqs[qid].ring;
-        struct rte_mbuf *pkts[POLL_BURST];
-        unsigned int n;
-
-        while (ring && (n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
-                                                      POLL_BURST, NULL))) {
-            int retries = 0;
-            int lost = vid >= 0
-                       ? cpu_send(async, vid, qid, pkts, n,
-                                  VHOST_ASYNC_RING_RETRIES, &retries,
-                                  false)
-                       : (rte_pktmbuf_free_bulk(pkts, n), (int) n);
-
-            if (lost) {
-                vhost_stat_add(&async->stats.tx_failed, lost);
-            }
-        }
+    for (int qid = 0; vid >= 0 && qid < MAX_TXQ; qid++) {
+        send_from_ring(async, vid, qid, cpu_mode_send, INT_MAX);
     }
 }
 
@@ -1932,6 +2127,16 @@ ring_leave(struct vhost_async *async, int vid)
 {
     flush_rings(async, vid);
     free_rings(async);
+}
+
+/* 'defer' and 'auto': the rings where senders put packets aside while a
+ * queue's lock is taken.  A queue without one (out of memory, logged) has
+ * its senders wait for the lock. */
+static bool
+aside_enter(struct vhost_async *async, int n_txq, bool again OVS_UNUSED)
+{
+    alloc_rings(async, n_txq);
+    return true;
 }
 
 /* The mode of 'dir' that the port is to use: the requested one, or 'cur'
@@ -2113,7 +2318,6 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
                              struct netdev_custom_stats *stats)
 {
     uint64_t in_flight = 0;
-    size_t n;
 
     for (int i = 0; i < MAX_TXQ; i++) {
         int v = inflight(CONST_CAST(struct vhost_async *, async), i);
@@ -2121,32 +2325,29 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
         in_flight += MAX(v, 0);
     }
 
-    n = stats->size;
-    stats->counters = xrealloc(stats->counters,
-                               (n + 12) * sizeof *stats->counters);
-#define ASYNC_STAT(NAME, VALUE)                                  \
-    ovs_strlcpy(stats->counters[n].name, NAME,                   \
-                NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
-    stats->counters[n++].value = VALUE;
-    ASYNC_STAT("ovs_async_tx_inflight", in_flight);
-    ASYNC_STAT("ovs_async_tx_submitted", vhost_stat_get(&async->stats.submitted));
-    ASYNC_STAT("ovs_async_tx_completed", vhost_stat_get(&async->stats.completed));
-    ASYNC_STAT("ovs_async_tx_cpu_fallbacks",
-               vhost_stat_get(&async->stats.cpu_copies));
-    ASYNC_STAT("ovs_async_tx_ring_full_drops",
-               vhost_stat_get(&async->stats.ring_full));
-    ASYNC_STAT("ovs_async_tx_failure_drops",
-               vhost_stat_get(&async->stats.tx_failed));
-    ASYNC_STAT("ovs_async_tx_abandoned", vhost_stat_get(&async->stats.abandoned));
-    ASYNC_STAT("ovs_async_tx_wedged_drops", vhost_stat_get(&async->stats.wedged));
-    ASYNC_STAT("ovs_async_resets", vhost_stat_get(&async->stats.resets));
-    ASYNC_STAT("ovs_async_auto_cpu_copies", vhost_stat_get(&async->stats.auto_cpu));
-    ASYNC_STAT("ovs_async_auto_switches_to_dma",
-               auto_switches(async, VHOST_AUTO_DMA));
-    ASYNC_STAT("ovs_async_auto_switches_to_cpu",
-               auto_switches(async, VHOST_AUTO_CPU));
-#undef ASYNC_STAT
-    stats->size = n;
+    const struct vhost_stat_value values[] = {
+        { "ovs_async_tx_inflight", in_flight },
+        { "ovs_async_tx_submitted", vhost_stat_get(&async->stats.submitted) },
+        { "ovs_async_tx_completed", vhost_stat_get(&async->stats.completed) },
+        { "ovs_async_tx_cpu_fallbacks",
+          vhost_stat_get(&async->stats.cpu_copies) },
+        { "ovs_async_tx_put_aside", vhost_stat_get(&async->stats.put_aside) },
+        { "ovs_async_tx_ring_full_drops",
+          vhost_stat_get(&async->stats.ring_full) },
+        { "ovs_async_tx_failure_drops",
+          vhost_stat_get(&async->stats.tx_failed) },
+        { "ovs_async_tx_abandoned", vhost_stat_get(&async->stats.abandoned) },
+        { "ovs_async_tx_wedged_drops", vhost_stat_get(&async->stats.wedged) },
+        { "ovs_async_resets", vhost_stat_get(&async->stats.resets) },
+        { "ovs_async_auto_cpu_copies",
+          vhost_stat_get(&async->stats.auto_cpu) },
+        { "ovs_async_auto_switches_to_dma",
+          auto_switches(async, VHOST_AUTO_DMA) },
+        { "ovs_async_auto_switches_to_cpu",
+          auto_switches(async, VHOST_AUTO_CPU) },
+    };
+
+    vhost_stats_append(stats, values, ARRAY_SIZE(values));
     vhost_rx_get_custom_stats(async->rx, stats);
 }
 
@@ -2334,7 +2535,9 @@ format_port(struct ds *reply, const struct vhost_async *async)
         /* Rings change under 'lc_mutex', which a reconfiguration may hold
          * while it waits for an engine: then skip their counts. */
         if (rings_locked && async->txqs[qid].ring) {
-            ds_put_format(reply, ", %u packets in ring",
+            ds_put_format(reply, copy_modes[cur].puts_aside
+                                 ? ", %u packets put aside, txq locked"
+                                 : ", %u packets in ring",
                           rte_ring_count(async->txqs[qid].ring));
         }
         ds_put_char(reply, '\n');
@@ -2432,6 +2635,51 @@ migrate_set(struct unixctl_conn *conn, int argc OVS_UNUSED,
     ds_destroy(&reply);
 }
 
+/* netdev-dpdk/vhost-txq-hold and vhost-txq-release, a testing aid: the
+ * senders of a port find its Tx queue locks taken, as if other PMD threads
+ * held them, until released or for the given time. */
+static void
+txq_hold(struct unixctl_conn *conn, int argc, const char *argv[],
+         void *aux)
+{
+    bool hold = aux != NULL;
+    struct vhost_async *async;
+    unsigned int ms = 0;
+    char *msg;
+
+    if (argc > 2 && (!str_to_uint(argv[2], 10, &ms)
+                     || ms > TXQ_HOLD_MAX_MS)) {
+        msg = xasprintf("invalid release time \"%.32s%s\" (expected a "
+                        "number of milliseconds from 0 to %d)", argv[2],
+                        strlen(argv[2]) > 32 ? "..." : "", TXQ_HOLD_MAX_MS);
+        unixctl_command_reply_error(conn, msg);
+        free(msg);
+        return;
+    }
+
+    ovs_mutex_lock(&async_mutex);
+    async = find_port_or_reply(conn, argv[1]);
+    if (!async) {
+        ovs_mutex_unlock(&async_mutex);
+        return;
+    }
+    if (hold) {
+        atomic_store_relaxed(&async->held_until,
+                             ms ? time_msec() + ms : LLONG_MAX);
+        msg = ms ? xasprintf("%s: Tx queue locks held for %u ms",
+                             async->name, ms)
+                 : xasprintf("%s: Tx queue locks held until released",
+                             async->name);
+    } else {
+        atomic_store_relaxed(&async->held_until, 0);
+        msg = xasprintf("%s: Tx queue locks released", async->name);
+    }
+    ovs_mutex_unlock(&async_mutex);
+    VLOG_INFO("%s", msg);
+    unixctl_command_reply(conn, msg);
+    free(msg);
+}
+
 static void
 vhost_async_unixctl_init(void)
 {
@@ -2454,6 +2702,11 @@ vhost_async_unixctl_init(void)
                                  "interface", 1, 1, migrate_set, &once);
         unixctl_command_register("netdev-dpdk/vhost-migrate-done",
                                  "interface", 1, 1, migrate_set, NULL);
+        unixctl_command_register("netdev-dpdk/vhost-txq-hold",
+                                 "interface [release-ms]", 1, 2, txq_hold,
+                                 &once);
+        unixctl_command_register("netdev-dpdk/vhost-txq-release",
+                                 "interface", 1, 1, txq_hold, NULL);
         ovsthread_once_done(&once);
     }
 }

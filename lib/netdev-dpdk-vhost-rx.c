@@ -577,7 +577,6 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
 {
     uint64_t in_flight = 0, submitted = 0, completed = 0, cpu = 0;
     uint64_t auto_cpu = 0, to_dma = 0, to_cpu = 0;
-    size_t n;
 
     for (int i = 0; i < MAX_RXQ; i++) {
         struct vhost_rxq *q = &CONST_CAST(struct vhost_rx *, rx)->rxqs[i];
@@ -593,23 +592,31 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
         }
     }
 
-    n = stats->size;
+    const struct vhost_stat_value values[] = {
+        { "ovs_async_rx_inflight", in_flight },
+        { "ovs_async_rx_submitted", submitted },
+        { "ovs_async_rx_completed", completed },
+        { "ovs_async_rx_cpu_fallbacks", cpu },
+        { "ovs_async_rx_dropped", vhost_stat_get(&rx->dropped) },
+        { "ovs_async_rx_auto_cpu_copies", auto_cpu },
+        { "ovs_async_rx_auto_switches_to_dma", to_dma },
+        { "ovs_async_rx_auto_switches_to_cpu", to_cpu },
+    };
+    vhost_stats_append(stats, values, ARRAY_SIZE(values));
+}
+
+void
+vhost_stats_append(struct netdev_custom_stats *stats,
+                   const struct vhost_stat_value *values, size_t n)
+{
     stats->counters = xrealloc(stats->counters,
-                               (n + 8) * sizeof *stats->counters);
-#define RX_STAT(NAME, VALUE)                                     \
-    ovs_strlcpy(stats->counters[n].name, NAME,                   \
-                NETDEV_CUSTOM_STATS_NAME_SIZE);                  \
-    stats->counters[n++].value = VALUE;
-    RX_STAT("ovs_async_rx_inflight", in_flight);
-    RX_STAT("ovs_async_rx_submitted", submitted);
-    RX_STAT("ovs_async_rx_completed", completed);
-    RX_STAT("ovs_async_rx_cpu_fallbacks", cpu);
-    RX_STAT("ovs_async_rx_dropped", vhost_stat_get(&rx->dropped));
-    RX_STAT("ovs_async_rx_auto_cpu_copies", auto_cpu);
-    RX_STAT("ovs_async_rx_auto_switches_to_dma", to_dma);
-    RX_STAT("ovs_async_rx_auto_switches_to_cpu", to_cpu);
-#undef RX_STAT
-    stats->size = n;
+                               (stats->size + n) * sizeof *stats->counters);
+    for (size_t i = 0; i < n; i++) {
+        struct netdev_custom_counter *c = &stats->counters[stats->size++];
+
+        ovs_strlcpy(c->name, values[i].name, NETDEV_CUSTOM_STATS_NAME_SIZE);
+        c->value = values[i].value;
+    }
 }
 
 void

@@ -79,6 +79,16 @@ vhost_stat_get(const atomic_uint64_t *counter)
     return v;
 }
 
+/* Interface statistics of the copy modes ("ovs_async_..."), appended to
+ * those a port already has. */
+struct vhost_stat_value {
+    const char *name;
+    uint64_t value;
+};
+
+void vhost_stats_append(struct netdev_custom_stats *,
+                        const struct vhost_stat_value *, size_t n);
+
 /* Copies of one vring in flight on DMA engines. */
 struct vhost_vq_copies {
     atomic_int inflight;            /* Submitted, not yet taken back. */
