@@ -1660,23 +1660,23 @@ send_put_aside(struct vhost_async *async, const struct copy_mode *mode,
 
     atomic_read_relaxed(&txq->tx_lock, &tx_lock);
     if (!txq_trylock(async, tx_lock)) {
-        long long int deadline = time_msec() + DP_DEFER_DRAIN_MAX_MS;
-        bool locked = false;
+        long long int deadline;
 
-        while (drain && !locked && time_msec() <= deadline) {
-            rte_pause();
-            locked = txq_trylock(async, tx_lock);
+        if (!drain) {
+            return false;
         }
-        if (!locked) {
-            if (drain) {
+        deadline = time_msec() + DP_DEFER_DRAIN_MAX_MS;
+        do {
+            if (time_msec() > deadline) {
                 VLOG_WARN_RL(&lc_rl, "%s: txq %d: %u packets put aside stay "
                              "there for the queue's next sender: its lock "
                              "was taken for %d ms", async->name, qid,
                              rte_ring_count(txq->ring),
                              DP_DEFER_DRAIN_MAX_MS);
+                return false;
             }
-            return false;
-        }
+            rte_pause();
+        } while (!txq_trylock(async, tx_lock));
     }
     locked_send(async, mode, vid, qid, NULL, 0, 0, &retries, &n_dma);
     rte_spinlock_unlock(tx_lock);
