@@ -51,6 +51,7 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
             "netdev-dpdk/vhost-copy-mode-set",
             "netdev-dpdk/vhost-rx-copy-mode-set",
             "netdev-dpdk/vhost-copy-mode-get", "netdev-dpdk/dmadev-show",
+            "netdev-dpdk/vhost-txq-hold", "netdev-dpdk/vhost-txq-release",
             "netdev-dpdk/get-mempool-info"}
     assert ours <= set(cmds), sorted(ours - set(cmds))
 
@@ -71,7 +72,11 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
             (["dma-swcopy/hold", "dma_swcopy0", "-1"], "invalid"),
             (["dma-swcopy/fail", "dma_swcopy0", "x" * 3000], "invalid"),
             (["dma-swcopy/delay", "dma_swcopy0", "1000001"], "invalid"),
-            (["netdev-dpdk/get-mempool-info", "v2"], "no mempool")]:
+            (["netdev-dpdk/get-mempool-info", "v2"], "no mempool"),
+            (["netdev-dpdk/vhost-txq-hold", "v0", "600001"],
+             "invalid release time"),
+            (["netdev-dpdk/vhost-txq-hold", "nosuch"],
+             "nosuch is not a vhost-user port")]:
         r = sb.appctl_result(*args)
         assert r.returncode != 0 and err in r.stderr, (args, r.stderr)
     assert calls > 1000

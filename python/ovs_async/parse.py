@@ -111,24 +111,36 @@ def copy_modes_by_port(text):
     return ports
 
 
-def queue_inflight(text, kind):
-    """{port: {queue: copies in flight}} of the 'kind' ("txq" or "rxq")
-    lines of vhost-copy-mode-get, which reads the counters at once
-    (interface statistics lag 5 s)."""
+def queue_counts(text, kind, what):
+    """{port: {queue: count}} of the 'kind' ("txq" or "rxq") lines of
+    vhost-copy-mode-get, which reads the counters at once (interface
+    statistics lag 5 s): the number before 'what' on each line, 0 on a
+    line without it."""
     ports = {}
     for port, lines in copy_modes_by_port(text).items():
         ports[port] = {}
         for line in lines:
-            m = re.match(r"\s+%s (\d+): .*?(-?\d+) copies in flight" % kind,
-                         line)
+            m = re.match(r"\s+%s (\d+): " % kind, line)
             if m:
-                ports[port][int(m.group(1))] = int(m.group(2))
+                n = re.search(r"(-?\d+) %s" % what, line)
+                ports[port][int(m.group(1))] = int(n.group(1)) if n else 0
     return ports
+
+
+def queue_inflight(text, kind):
+    """{port: {queue: copies in flight}} from vhost-copy-mode-get."""
+    return queue_counts(text, kind, "copies in flight")
 
 
 def txq_inflight(text):
     """{port: {txq: copies in flight}} from vhost-copy-mode-get."""
     return queue_inflight(text, "txq")
+
+
+def txq_put_aside(text):
+    """{port: {txq: packets put aside, txq locked}} from
+    vhost-copy-mode-get ('defer' and 'auto')."""
+    return queue_counts(text, "txq", "packets put aside")
 
 
 def rxq_inflight(text):
