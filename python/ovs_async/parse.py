@@ -87,7 +87,12 @@ def pmd_perf(text):
 
 
 def port_stats(text):
-    """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
+    """Live per-port counters from 'dpctl/show -s': {name: {...}}; {} for
+    a port whose counters cannot be read (a vhost-user port without a
+    guest)."""
+    # dpctl prints that error without ending its line: the next port's
+    # header follows on the same line.
+    text = re.sub(r"(could not retrieve stats \([^)]*\))", "\\1\n", text)
     stats = {}
     for header, lines in sections(text, r"\s+port \d+: (\S+)"):
         cur = stats.setdefault(header.group(1), {})
