@@ -168,6 +168,10 @@ def test_lossless_search(threshold):
     (["--resolution", "0"], "--resolution: 0 is outside 0.1..50"),
     (["--burst", "0"], "--burst: 0 is outside 1..512"),
     (["--idle-sleep", "-1"], "--idle-sleep: -1 is outside 0..1000000"),
+    (["--uplink-queues", "9"], "--uplink-queues: 9 is outside 1..8"),
+    (["--uplink-queues", "2"], "only the fanout topology has uplinks"),
+    (["--topology", "fanout", "--uplink-queues", "2"],
+     "2 queues need as many PMD threads"),
 ])
 def test_bad_input(tmp_path, args, message):
     out = str(tmp_path / "bad")
@@ -187,6 +191,10 @@ def test_layout():
     assert small["pmd_cpus"] == [1]
     assert small["dma_cpus"] == [0] and small["guest_cpus"] == [0]
     assert small["shared"]
+    # A PMD thread on every CPU: the rest shares them.
+    every = bench.plan_layout(2, 1, 2, cpus=[0, 1])
+    assert every["pmd_cpus"] == [0, 1] and every["dma_cpus"] == [0, 1]
+    assert every["guest_cpus"] == [0] and every["shared"]
 
 
 def test_named_engine_without_dmadev(tmp_path):

@@ -57,20 +57,34 @@ GUEST_PORTS = 16
 
 # Fields of a run, in CSV column order.
 FIELDS = ["config", "engine", "pmds", "ports", "topology", "vxlan",
+          "uplink_queues",
           "pattern", "size", "mode", "rep", "protocol", "offered_pps",
           "mpps", "tx_mpps", "gbps", "cycles_per_pkt",
           "pkts_per_batch", "pmd_busy_pct", "dma_copies", "cpu_copies",
           "rx_dma_copies",
-          "completion_latency_us", "tx_pkts", "rx_pkts", "switch_dropped",
-          "lost", "verdict", "error"]
+          "completion_latency_us", "txq_waits", "put_aside", "tx_pkts",
+          "rx_pkts", "switch_dropped", "lost", "verdict", "error"]
+
+# Coverage counters of a sender meeting a taken Tx queue lock: it waited
+# for it (stock OVS's send in 'cpu', ours in the async modes), or put its
+# packets aside ('defer', 'auto').
+WAIT_COUNTERS = ("vhost_tx_contention", "vhost_async_tx_contention")
+PUT_ASIDE_COUNTER = "vhost_async_tx_deferred"
 
 
 class Config(object):
     """One sandbox: engine, PMD threads, vhost ports (loop: ports in pairs
     that forward to each other; fanout: sink ports fed by uplinks),
-    topology, VXLAN frames or not, and the CPU layout."""
+    topology, VXLAN frames or not, the CPU layout, and (fanout) the queues
+    of each uplink, each polled by another PMD thread, so that that many
+    PMD threads send into every sink's Tx queue, as behind a NIC with RSS
+    queues."""
 
-    def __init__(self, engine, pmds, ports, topology, vxlan, layout):
+    def __init__(self, engine, pmds, ports, topology, vxlan, layout,
+                 uplink_queues=1):
+        if uplink_queues > 1 and topology != "fanout":
+            raise SandboxError("uplink queues need the fanout topology")
+        self.uplink_queues = uplink_queues
         self.engine = engine
         self.pmds = pmds
         self.ports = ports
@@ -95,16 +109,36 @@ class Config(object):
     @property
     def name(self):
         engine = re.sub(r"[^A-Za-z0-9_.]", "_", self.engine)
-        return "%s-%dpmd-%s%d%s" % (engine, self.pmds, self.topology,
-                                    self.ports,
-                                    "-vxlan" if self.vxlan else "")
+        return "%s-%dpmd-%s%d%s%s" % (
+            engine, self.pmds, self.topology, self.ports,
+            "-vxlan" if self.vxlan else "",
+            "-q%d" % self.uplink_queues if self.uplink_queues > 1 else "")
 
     def describe(self):
         return ("engine %s, %d PMD%s, %s topology with %d %s%s"
                 % (self.engine, self.pmds, "s" if self.pmds > 1 else "",
                    self.topology, self.ports,
                    "looped ports" if self.topology == "loop"
-                   else "sink ports", ", VXLAN frames" if self.vxlan else ""))
+                   else "sink ports", ", VXLAN frames" if self.vxlan else "")
+                + (", %d queues per uplink, each on its own PMD thread"
+                   % self.uplink_queues if self.uplink_queues > 1 else ""))
+
+    def pin_uplinks(self, sb):
+        """Gives each queue of every uplink a PMD thread of its own; the
+        PMD threads still poll the sinks' queues too (with isolation, the
+        sinks' Rx queues would have no PMD thread, and in 'v3' and 'ring'
+        nobody would retire their copies)."""
+        if self.uplink_queues < 2:
+            return
+        sb.vsctl("set", "Open_vSwitch", ".",
+                 "other_config:pmd-rxq-assign=group",
+                 "other_config:pmd-rxq-isolate=false")
+        cpus = self.layout["pmd_cpus"]
+        affinity = ",".join("%d:%d" % (q, cpus[q % len(cpus)])
+                            for q in range(self.uplink_queues))
+        for group in self.groups:
+            sb.vsctl("set", "Interface", group[0],
+                     "other_config:pmd-rxq-affinity=%s" % affinity)
 
     def flows(self):
         """OpenFlow flows of the topology."""
@@ -132,11 +166,17 @@ def plan_layout(pmds, n_guests, engine_threads, cpus=None):
     and ovsdb), else PMDs on cores of their own and the rest sharing.
     Returns a dict with the choice and a line that says it."""
     cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
-    if pmds >= len(cpus):
+    if pmds > len(cpus):
         raise SandboxError("%d PMD threads need more than the %d CPUs "
                            "available" % (pmds, len(cpus)))
     need = pmds + engine_threads + n_guests
-    if len(cpus) >= need + 1:
+    if pmds == len(cpus):
+        # A PMD on every CPU: the rest shares them with the PMDs.
+        pmd_cpus = cpus
+        dma_cpus = [cpus[i % len(cpus)] for i in range(engine_threads)]
+        guest_cpus = [cpus[i % len(cpus)] for i in range(n_guests)]
+        shared = True
+    elif len(cpus) >= need + 1:
         rest = cpus[1:]
         pmd_cpus = rest[:pmds]
         dma_cpus = rest[pmds:pmds + engine_threads]
@@ -193,7 +233,8 @@ def run_once(sb, cfg, pattern, size, duration, load=None, rate=0):
             spec = [(group[0], "gen+sink"), (group[1], "loop")]
             args = []
         else:
-            spec = [(group[0], "gen")] + [(p, "sink") for p in group[1:]]
+            spec = ([(group[0], "gen", cfg.uplink_queues)]
+                    + [(p, "sink") for p in group[1:]])
             args = ["--pattern", pattern]
         if cfg.vxlan:
             args.append("--vxlan")
@@ -225,14 +266,21 @@ def measure(sb, cfg, pattern, size, mode, rep, duration, load=None,
     of FIELDS."""
     row = {"config": cfg.name, "engine": cfg.engine, "pmds": cfg.pmds,
            "ports": cfg.ports, "topology": cfg.topology,
-           "vxlan": int(cfg.vxlan), "pattern": pattern, "size": size,
+           "vxlan": int(cfg.vxlan), "uplink_queues": cfg.uplink_queues,
+           "pattern": pattern, "size": size,
            "mode": mode, "rep": rep, "protocol": protocol,
            "offered_pps": rate, "error": ""}
     try:
         tx_mode, rx_mode = split_mode(mode)
         sb.set_copy_mode(tx_mode)
         sb.set_rx_copy_mode(rx_mode)
+        waits = sum(sb.coverage(c) for c in WAIT_COUNTERS)
+        aside = sb.coverage(PUT_ASIDE_COUNTER)
         run = run_once(sb, cfg, pattern, size, duration, load, rate)
+        # Threads add their coverage counts to the totals once a second.
+        time.sleep(1.1)
+        waits = sum(sb.coverage(c) for c in WAIT_COUNTERS) - waits
+        aside = sb.coverage(PUT_ASIDE_COUNTER) - aside
     except SandboxError as e:
         row.update({"verdict": "ERROR", "error": str(e).splitlines()[0]})
         return row
@@ -255,6 +303,7 @@ def measure(sb, cfg, pattern, size, mode, rep, duration, load=None,
         "completion_latency_us": round(sum(
             p["latency_us"] * p["latency_n"] for p in pmds) / n_lat, 1)
         if n_lat else 0.0,
+        "txq_waits": waits, "put_aside": aside,
         "tx_pkts": g["tx_pkts"], "rx_pkts": g["rx_pkts"],
         "switch_dropped": run["switch_dropped"], "lost": g["lost"],
         "verdict": run["verdict"], "tx_mpps": g["tx_mpps"]})
@@ -343,6 +392,7 @@ def run_benchmark(configs, patterns, sizes, modes, reps, duration, out_dir,
                          name="ovsbench%d" % os.getpid()) as sb:
                 progress("   %s" % ("2 MB hugepages" if sb.huge
                                     else "no hugepages (--no-huge)"))
+                cfg.pin_uplinks(sb)
                 engines = len(parse.dmadevs(sb.appctl(
                     "netdev-dpdk/dmadev-show")))
                 if not engines:
@@ -444,6 +494,11 @@ def summarize(rows):
             "dma": stat(r["dma_copies"] for r in runs),
             "latency": stat(r["completion_latency_us"] for r in runs),
             "dropped": stat(r["switch_dropped"] for r in runs),
+            # Per 1000 frames sent.
+            "waits": stat(1000.0 * r["txq_waits"] / max(1, r["tx_pkts"])
+                          for r in runs),
+            "put_aside": stat(1000.0 * r["put_aside"] / max(1, r["tx_pkts"])
+                              for r in runs),
             "loss_pct": (100.0 * sum(int(r["lost"]) for r in runs) / tx
                          if tx else None),
             "lossless": None,
@@ -588,6 +643,15 @@ def report(rows, modes):
               "latency, median:", others,
               lambda s, col: "%.0f, %.0f us" % (s["dma"][0],
                                                 s["latency"][0]))
+        if any(int(r.get("uplink_queues") or 1) > 1 for r in rows
+               if r["config"] == config):
+            for protocol in ("fixed", "saturation"):
+                if keys_of(protocol):
+                    table(protocol, "Tx queue locks found taken (%s), per "
+                          "1000 frames sent, median: waits for the lock / "
+                          "packets put aside instead:" % protocol, modes,
+                          lambda s, col: "%.1f / %.1f" % (
+                              s["waits"][0], s["put_aside"][0]), "waits")
         if "auto" in modes and "defer" in modes:
             out.append(auto_target(summary, config, keys_of("saturation")))
     bad = [r for r in rows if r["verdict"] != "verified"]
@@ -677,6 +741,6 @@ def load_rows(path):
             r[k] = float(r[k]) if r.get(k) not in (None, "") else 0.0
         for k in ("dma_copies", "cpu_copies", "switch_dropped", "lost",
                   "tx_pkts", "rx_pkts", "size", "pmds", "ports", "rep",
-                  "offered_pps"):
+                  "offered_pps", "txq_waits", "put_aside"):
             r[k] = int(float(r[k])) if r.get(k) not in (None, "") else 0
     return rows

@@ -654,6 +654,11 @@ class Sandbox(object):
         """dpif-netdev/pmd-perf-show as {core_id: {...}}."""
         return parse.pmd_perf(self.appctl("dpif-netdev/pmd-perf-show"))
 
+    def coverage(self, name):
+        """The total of coverage counter 'name' (threads add their counts
+        to it once a second)."""
+        return int(self.appctl("coverage/read-counter", name).strip())
+
     def port_stats(self):
         """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
         return parse.port_stats(self.appctl("dpctl/show", "-s"))
