@@ -127,10 +127,6 @@ def tx_packets(sb, port):
     return sb.port_stats()[port]["tx_packets"]
 
 
-def coverage(sb, name):
-    return int(sb.appctl("coverage/read-counter", name).strip())
-
-
 def end_checks(sb, base, mode):
     """Nothing left aside or in flight, the PMD counter and the interface
     statistic agree with the mode, mempools at baseline."""
@@ -201,7 +197,7 @@ def test_held_txq_ring_overflows(sandbox_factory):
     sb = hold_sandbox(sandbox_factory, "defer")
     traffic.check(traffic.loop_run(sb, size=512, duration=1))
     base = sb.mempool_in_use()
-    waits = coverage(sb, "vhost_async_tx_contention")
+    waits = sb.coverage("vhost_async_tx_contention")
 
     run = PairsRun(sb, OVERFLOW_RATE, duration=8)
     run.start()
@@ -219,7 +215,7 @@ def test_held_txq_ring_overflows(sandbox_factory):
     assert full == 4095
     assert result["guest"]["rx_pkts"] > 0
     # Counted as a wait (coverage is summed once a second).
-    wait_until(lambda: coverage(sb, "vhost_async_tx_contention") > waits,
+    wait_until(lambda: sb.coverage("vhost_async_tx_contention") > waits,
                10, "the sender's wait was not counted", interval=0.2)
     end_checks(sb, base, "defer")
 

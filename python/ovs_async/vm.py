@@ -22,14 +22,19 @@ runs one qemu-system-x86_64 (TCG: a nested Linux guest does not boot
 under KVM here; guest memory in a shared memfd; QEMU the vhost-user
 server on the sandbox's socket of the port) and drives the guest's shell
 through its serial console: run() sends a command line and returns its
-output, and raises VMError if it fails."""
+output, and raises VMError if it fails.  Each VM has a QMP socket
+(qmp()); a VM started with 'incoming' waits for a live migration, which
+migrate() of the source sends it: the guest then runs, and answers on its
+console, in the destination's QEMU."""
 
 import glob
 import hashlib
+import json
 import lzma
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -170,10 +175,13 @@ class VM(object):
     with 'queues' queue pairs (the Linux driver enables as many as it has
     vCPUs, one here), on CPU 'cpu'.  A guest that reboots boots again (its
     device is reset, as a real VM's), and wait_ready() then waits for it
-    again."""
+    again.  With 'incoming' (a QEMU migration URI, e.g. unix:PATH), QEMU
+    starts the same machine and waits for the guest of another VM's
+    migrate() instead of booting it: give it the source's 'mac',
+    'queues' and 'mem_mb'."""
 
     def __init__(self, sb, port, ip, name=None, queues=1, cpu=None,
-                 mac=None, mem_mb=256):
+                 mac=None, mem_mb=256, incoming=None):
         self.sb = sb
         self.port = port
         self.ip = ip
@@ -182,6 +190,7 @@ class VM(object):
         self.queues = queues
         kernel, initrd = image()
         self.log_path = os.path.join(sb.logdir, self.name + ".console")
+        self.qmp_path = os.path.join(sb.rundir, self.name + ".qmp")
         self._log = open(self.log_path, "a")
         self._buf = ""
         self._cond = threading.Condition()
@@ -201,7 +210,10 @@ class VM(object):
                 "-append", "console=ttyS0 quiet panic=-1 vm_ip=%s" % ip,
                 "-chardev", "socket,id=c0,path=%s,server=on,wait=off"
                 % sb.sock(port),
-                "-netdev", netdev, "-device", device, "-serial", "stdio"]
+                "-netdev", netdev, "-device", device, "-serial", "stdio",
+                "-qmp", "unix:%s,server=on,wait=off" % self.qmp_path]
+        if incoming:
+            argv += ["-incoming", incoming]
         cpu = sb.guest_cpu if cpu is None else cpu
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -267,6 +279,64 @@ class VM(object):
             raise VMError("%s: %r exited %d:\n%s" % (self.name, command,
                                                      status, out[-2000:]))
         return status, out
+
+    def qmp(self, command, timeout=30, **arguments):
+        """Runs QMP 'command' with 'arguments' on this VM's QEMU; returns
+        its "return" value, or raises VMError with QMP's error."""
+        deadline = time.time() + timeout
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            while True:
+                try:
+                    s.connect(self.qmp_path)
+                    break
+                except OSError as e:
+                    if time.time() > deadline or not self.running():
+                        raise VMError("%s: no QMP socket: %s"
+                                      % (self.name, e))
+                    time.sleep(0.1)
+            s.settimeout(max(1.0, deadline - time.time()))
+            f = s.makefile("rw")
+
+            def call(name, args=None):
+                msg = {"execute": name}
+                if args:
+                    msg["arguments"] = args
+                f.write(json.dumps(msg) + "\n")
+                f.flush()
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise VMError("%s: QMP closed during %s"
+                                      % (self.name, name))
+                    reply = json.loads(line)
+                    if "error" in reply:
+                        raise VMError("%s: QMP %s: %s" % (
+                            self.name, name, reply["error"].get("desc")))
+                    if "return" in reply:
+                        return reply["return"]
+
+            json.loads(f.readline())        # The greeting.
+            call("qmp_capabilities")
+            return call(command, arguments)
+
+    def migrate(self, uri, timeout=120):
+        """Migrates the guest live to the VM listening on 'uri'; returns
+        QMP's final query-migrate (status, total-time and downtime in ms,
+        RAM transferred), or raises VMError if QEMU refused or failed."""
+        self.qmp("migrate", uri=uri)
+        deadline = time.time() + timeout
+        while True:
+            info = self.qmp("query-migrate")
+            status = info.get("status")
+            if status == "completed":
+                return info
+            if status in ("failed", "cancelled"):
+                raise VMError("%s: migration %s: %s" % (
+                    self.name, status, info.get("error-desc", info)))
+            if time.time() > deadline:
+                raise VMError("%s: migration not done within %d s: %s"
+                              % (self.name, timeout, info))
+            time.sleep(0.1)
 
     def stop(self, timeout=10):
         """Ends QEMU (the guest vanishes, as a VM killed by its host)."""
