@@ -22,6 +22,9 @@ copy mode dma.  The orchestrator's workflow of README.md, step by step:
    (no dirty page logging): checked, with QEMU's own words;
 2. netdev-dpdk/vhost-migrate-prepare v1, then wait for "live migration:
    ready";
+   a migration that fails (nobody listens where it goes) leaves vm-b
+   running on v1, and vhost-migrate-done puts v1 back in its copy modes
+   (checked, then prepared again);
 3. a destination QEMU for vm-b waits on v2 (defer, no preparation), and
    vm-b migrates to it through a unix socket while vm-a pings it twenty
    times a second;
@@ -79,6 +82,14 @@ def ping_report(text):
     return sent, received, max(gaps)
 
 
+def prepare(sb):
+    """The orchestrator's step 2 for vm-b's port."""
+    sb.appctl("netdev-dpdk/vhost-migrate-prepare", "v1")
+    wait_until(lambda: migration_line(sb, "v1").startswith("ready"), 60,
+               lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+               interval=0.2)
+
+
 def test_live_migration_of_async_port(sandbox_factory):
     missing = missing_tools()
     assert not missing, "missing %s (the test command installs them)" % (
@@ -108,11 +119,23 @@ def test_live_migration_of_async_port(sandbox_factory):
         assert b.qmp("query-status")["status"] == "running"
 
         # 2. Prepared: the guest reconnects without async copies.
-        sb.appctl("netdev-dpdk/vhost-migrate-prepare", "v1")
-        wait_until(lambda: migration_line(sb, "v1").startswith("ready"), 60,
+        prepare(sb)
+        a.run("ping -c 3 -W 5 %s" % b.addr, timeout=30)
+        # A migration that fails: the guest stays, and so does the port
+        # once its copy modes are back.
+        with pytest.raises(VMError, match="migration failed|Failed to conn"):
+            b.migrate("unix:" + os.path.join(sb.rundir, "nobody.sock"))
+        assert b.qmp("query-status")["status"] == "running"
+        sb.appctl("netdev-dpdk/vhost-migrate-done", "v1")
+        wait_until(lambda: migration_line(sb, "v1").startswith("blocked")
+                   and sb.copy_mode("v1") == "defer"
+                   and sb.rx_copy_mode("v1") == "dma", 60,
                    lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                    interval=0.2)
+        sb.clear_pmd_stats()
         a.run("ping -c 3 -W 5 %s" % b.addr, timeout=30)
+        assert sb.pmd_counters()["DMA Rx copies submitted"] > 0
+        prepare(sb)
 
         # 3. The destination, on a port in defer, and the migration
         # under pings.
