@@ -169,6 +169,8 @@ def test_held_txq(sandbox_factory, mode):
     time.sleep(1.0)
     v3_during, aside_during = tx_packets(sb, "v3") - v3_before, put_aside(sb)
     counters = sb.pmd_counters()
+    print("%s, 0.3-1.3 s into the hold: %d frames to v3, put aside on v1: "
+          "%d, then %d" % (mode, v3_during, aside_before, aside_during))
 
     if mode in WAITS:
         # The only PMD waits for v1's lock: v2 <-> v3 stalls with it.
@@ -213,6 +215,8 @@ def test_held_txq_ring_overflows(sandbox_factory):
     assert tx_packets(sb, "v3") == v3_before, "the PMD did not wait"
     result = run.done()
     assert full == 4095
+    print("ring overflow: %d packets put aside, then the sender waited"
+          % full)
     assert result["guest"]["rx_pkts"] > 0
     # Counted as a wait (coverage is summed once a second).
     wait_until(lambda: sb.coverage("vhost_async_tx_contention") > waits,
