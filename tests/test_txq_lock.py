@@ -49,8 +49,9 @@ HOLD_MS = 2000
 # (4096 entries) and the guest's virtqueue.
 RATE = 400
 
-# ... and enough to overflow the ring during the hold.
+# ... and enough to overflow the ring well within a longer hold.
 OVERFLOW_RATE = 6000
+OVERFLOW_HOLD_MS = 4000
 
 PUT_ASIDE_COUNTER = "DMA Tx packets put aside, txq locked"
 
@@ -201,13 +202,13 @@ def test_held_txq_ring_overflows(sandbox_factory):
     base = sb.mempool_in_use()
     waits = sb.coverage("vhost_async_tx_contention")
 
-    run = PairsRun(sb, OVERFLOW_RATE, duration=8)
+    run = PairsRun(sb, OVERFLOW_RATE, duration=10)
     run.start()
     run.wait_flowing()
-    sb.appctl("netdev-dpdk/vhost-txq-hold", "v1", str(HOLD_MS))
+    sb.appctl("netdev-dpdk/vhost-txq-hold", "v1", str(OVERFLOW_HOLD_MS))
     # The ring holds 4095 packets; the sender waits once it is full.
     full = wait_until(lambda: (lambda n: n if n >= 4095 else 0)(
-        put_aside(sb)), HOLD_MS / 1000.0,
+        put_aside(sb)), OVERFLOW_HOLD_MS / 1000.0,
         lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
         interval=0.05)
     v3_before = tx_packets(sb, "v3")
