@@ -261,8 +261,10 @@ vhost_rx_stash(struct vhost_rx *rx, int qid, struct rte_mbuf **pkts,
 
     rte_spinlock_lock(&q->stash_lock);
     if (q->stash_ofs + q->n_stash + n > q->stash_size) {
-        memmove(q->stash, q->stash + q->stash_ofs,
-                q->n_stash * sizeof *q->stash);
+        if (q->n_stash) {
+            memmove(q->stash, q->stash + q->stash_ofs,
+                    q->n_stash * sizeof *q->stash);
+        }
         q->stash_ofs = 0;
         if (q->n_stash + n > q->stash_size) {
             q->stash_size = MAX(2 * q->stash_size, q->n_stash + n);
@@ -295,7 +297,9 @@ take_stash(struct vhost_rxq *q, struct rte_mbuf **pkts, uint16_t count)
 
     rte_spinlock_lock(&q->stash_lock);
     n = MIN(count, q->n_stash);
-    memcpy(pkts, q->stash + q->stash_ofs, n * sizeof *pkts);
+    if (n) {
+        memcpy(pkts, q->stash + q->stash_ofs, n * sizeof *pkts);
+    }
     q->stash_ofs += n;
     q->n_stash -= n;
     if (!q->n_stash) {
