@@ -18,7 +18,10 @@ DPDK tests never skip: when the machine cannot run them (no hugepages and
 --no-huge failing, testpmd missing, nothing built), they fail."""
 
 import glob
+import itertools
 import os
+import re
+import shutil
 import sys
 import tempfile
 
@@ -44,20 +47,76 @@ if SANITIZE:
                                    % SAN_DIR)
 
 
+# GCC 12's UndefinedBehaviorSanitizer, which shares AddressSanitizer's
+# runtime here, ignores log_path and writes its reports to standard error.
+# The sandboxes keep each process's standard error in their log folders
+# (ovs-vswitchd.out, ovsdb-server.out, guestN.log): what a report there
+# says is copied to SAN_DIR as a report of its own.
+STDERR_FILES = ("*.out", "guest*.log")
+STDERR_REPORT = re.compile(r"runtime error:|ERROR: AddressSanitizer")
+
+# The sandboxes running now, and how far each of their files was read.
+LIVE_SANDBOXES = []
+READ_UPTO = {}
+STDERR_SEQ = itertools.count()
+
+
+def collect_stderr_reports(sb):
+    """Copies the sanitizer reports that appeared in the standard error of
+    the processes of 'sb' since the last call to SAN_DIR."""
+    if not SANITIZE or not sb.dir or not os.path.isdir(sb.logdir):
+        return
+    for pattern in STDERR_FILES:
+        for path in sorted(glob.glob(os.path.join(sb.logdir, pattern))):
+            with open(path, errors="replace") as f:
+                f.seek(READ_UPTO.get(path, 0))
+                text = f.read()
+                READ_UPTO[path] = f.tell()
+            lines = text.splitlines()
+            starts = [i for i, line in enumerate(lines)
+                      if STDERR_REPORT.search(line)]
+            for i in starts:
+                report = "\n".join(lines[i:i + 40])
+                name = "stderr-san.%s.%d" % (os.path.basename(path),
+                                             next(STDERR_SEQ))
+                with open(os.path.join(SAN_DIR, name), "w") as out:
+                    out.write("%s:\n%s\n" % (path, report))
+
+
 @pytest.fixture(autouse=True)
 def sanitizer_reports():
     """Fails the test if a sanitizer reported anything meanwhile."""
     yield
     if not SANITIZE:
         return
+    for sb in list(LIVE_SANDBOXES):
+        collect_stderr_reports(sb)
     reports = []
-    for path in sorted(glob.glob(os.path.join(SAN_DIR, "*san.*"))):
-        if path.endswith(".seen"):
-            continue
+    for path in unseen_reports():
         with open(path, errors="replace") as f:
             reports.append("%s:\n%s" % (path, f.read()[:6000]))
         os.rename(path, path + ".seen")
     assert not reports, "sanitizer reports:\n" + "\n".join(reports)
+
+
+def unseen_reports():
+    return [path for path in sorted(glob.glob(os.path.join(SAN_DIR,
+                                                           "*san.*")))
+            if not path.endswith(".seen")]
+
+
+def pytest_sessionfinish(session):
+    """Reports that no test took (those of module sandboxes, read as they
+    stopped after their last test) fail the run."""
+    if not SANITIZE:
+        return
+    paths = unseen_reports()
+    for path in paths:
+        with open(path, errors="replace") as f:
+            print("\nsanitizer report after the last test of its sandbox, "
+                  "%s:\n%s" % (path, f.read()[:6000]))
+    if paths:
+        session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")
@@ -77,15 +136,20 @@ class Sandboxes(object):
         kwargs.setdefault("keep", True)
         sb = Sandbox(**kwargs)
         self.made.append(sb)
+        LIVE_SANDBOXES.append(sb)
         sb.start()
         return sb
 
     def stop(self, failed):
         for sb in self.made:
-            if not failed:
-                sb.keep = False
+            # The logs are read for sanitizer reports before they go.
+            sb.keep = True
             sb.stop()
-            if failed and sb.dir:
+            collect_stderr_reports(sb)
+            LIVE_SANDBOXES.remove(sb)
+            if sb.dir and not failed:
+                shutil.rmtree(sb.dir, ignore_errors=True)
+            elif sb.dir:
                 print("sandbox logs kept in %s" % sb.dir)
 
 
