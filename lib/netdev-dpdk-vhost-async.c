@@ -51,6 +51,7 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 
 COVERAGE_DEFINE(vhost_async_tx_contention);
 COVERAGE_DEFINE(vhost_async_tx_deferred);
+COVERAGE_DEFINE(vhost_async_auto_leaving);
 COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
@@ -111,6 +112,8 @@ static void ring_rx_work(struct vhost_async *, int vid, int qid);
 static bool ring_enter(struct vhost_async *, int n_txq, bool again);
 static void ring_leave(struct vhost_async *, int vid);
 static bool aside_enter(struct vhost_async *, int n_txq, bool again);
+static int set_aside(struct vhost_async *, int qid, struct rte_mbuf **pkts,
+                     int cnt, bool leaving);
 static bool auto_enter(struct vhost_async *, int n_txq, bool again);
 static void auto_retired(struct vhost_async *, int qid, uint64_t cycles,
                          uint32_t n);
@@ -301,9 +304,8 @@ struct mode_request {
 };
 
 /* How long 'auto' waits for a queue's copies before it moves the queue to
- * the CPU (else it tries again with the next burst).  Switches are rare
- * (hysteresis, probes that back off), so one wait of up to a completion
- * latency is cheap. */
+ * the CPU, where it cannot put packets aside instead (while it sends what
+ * was aside: else it tries again with the next burst). */
 #define AUTO_DRAIN_US 2000
 
 /* Per Tx queue state, one cache line each, written by PMD threads. */
@@ -319,6 +321,11 @@ struct vhost_async_txq {
                                      * senders that found the lock taken. */
         ATOMIC(rte_spinlock_t *) tx_lock;   /* The queue's lock, for the
                                              * work items of those senders. */
+        /* Under the queue's lock: */
+        bool leaving;               /* 'auto' leaves DMA: what is aside, and
+                                     * every new packet behind it, waits for
+                                     * the copies in flight. */
+        bool flushing;              /* Sending what was put aside. */
     );
 };
 
@@ -1341,14 +1348,25 @@ auto_send(struct vhost_async *async, int vid, int qid,
     }
     cur = vhost_auto_path(a);
     path = vhost_auto_choose(a, avg);
-    if (path != cur) {
+    if (path != cur && path == VHOST_AUTO_CPU && inflight(async, qid) > 0) {
         /* To the CPU only once the queue's copies are done, so that the
-         * guest sees the queue's packets in order. */
-        if (path == VHOST_AUTO_CPU && !auto_drain(async, vid, qid)) {
-            path = cur;
-        } else {
-            vhost_auto_switched(a, path);
+         * guest sees the queue's packets in order.  An engine that falls
+         * behind may take a long time: rather than wait, and send on DMA
+         * meanwhile, the queue puts packets aside until then. */
+        struct vhost_async_txq *txq = &async->txqs[qid];
+
+        poll_all(async, vid, qid);
+        if (inflight(async, qid) > 0 && txq->ring && !txq->flushing) {
+            txq->leaving = true;
+            *n_dma = 0;
+            return cnt - set_aside(async, qid, pkts, cnt, true);
         }
+        if (!auto_drain(async, vid, qid)) {
+            path = cur;
+        }
+    }
+    if (path != cur) {
+        vhost_auto_switched(a, path);
     }
 
     start = rte_get_tsc_cycles();
@@ -1361,7 +1379,7 @@ auto_send(struct vhost_async *async, int vid, int qid,
                            retries, true);
         *n_dma = 0;
     }
-    vhost_auto_record(a, path, rte_get_tsc_cycles() - start, cnt,
+    vhost_auto_record(a, path, start, rte_get_tsc_cycles() - start, cnt,
                       cnt - dropped, inflight(async, qid));
     return dropped;
 }
@@ -1598,8 +1616,22 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
         sweep_orphaned(async, vid, qid);
     }
     if (mode->puts_aside && async->txqs[qid].ring) {
+        struct vhost_async_txq *txq = &async->txqs[qid];
+
+        if (OVS_UNLIKELY(txq->leaving)) {
+            if (inflight(async, qid) > 0) {
+                poll_all(async, vid, qid);
+            }
+            if (inflight(async, qid) > 0) {
+                /* 'auto' still leaves DMA: 'pkts' joins what waits. */
+                return cnt ? cnt - set_aside(async, qid, pkts, cnt, true) : 0;
+            }
+            txq->leaving = false;
+        }
+        txq->flushing = true;
         *n_dma += send_from_ring(async, vid, qid, mode->send,
                                  RING_SIZE / POLL_BURST);
+        txq->flushing = false;
     }
     if (!cnt) {
         return 0;
@@ -1621,27 +1653,53 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
  * the queue's ring, which the lock's next holder sends first, and queues a
  * work item that sends them itself if nobody else does.  Returns the number
  * of packets put aside. */
+/* Remembers 'tx_lock' as the lock of Tx queue 'qid', for the work items
+ * that send what is put aside there. */
+static void
+note_tx_lock(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock)
+{
+    rte_spinlock_t *known;
+
+    atomic_read_relaxed(&async->txqs[qid].tx_lock, &known);
+    if (OVS_UNLIKELY(known != tx_lock)) {
+        atomic_store_relaxed(&async->txqs[qid].tx_lock, tx_lock);
+    }
+}
+
 static int
 put_aside(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock,
           struct rte_mbuf **pkts, int cnt)
 {
-    struct vhost_async_txq *txq = &async->txqs[qid];
-    rte_spinlock_t *known;
-    unsigned int n;
-
-    if (!txq->ring) {
+    if (!async->txqs[qid].ring) {
         return 0;
     }
-    atomic_read_relaxed(&txq->tx_lock, &known);
-    if (OVS_UNLIKELY(known != tx_lock)) {
-        atomic_store_relaxed(&txq->tx_lock, tx_lock);
-    }
-    n = rte_ring_mp_enqueue_burst(txq->ring, (void **) pkts, cnt, NULL);
+    note_tx_lock(async, qid, tx_lock);
+    return set_aside(async, qid, pkts, cnt, false);
+}
+
+/* Puts what it can of 'pkts' into the ring of Tx queue 'qid', whose lock
+ * is known (note_tx_lock()), and queues a work item that sends them if
+ * nobody else does.  If 'leaving' ('auto' leaving DMA), frees what does
+ * not fit.  Returns the number of packets put aside. */
+static int
+set_aside(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
+          int cnt, bool leaving)
+{
+    unsigned int n = rte_ring_mp_enqueue_burst(async->txqs[qid].ring,
+                                               (void **) pkts, cnt, NULL);
+
     if (n) {
-        COVERAGE_ADD(vhost_async_tx_deferred, n);
+        if (leaving) {
+            COVERAGE_ADD(vhost_async_auto_leaving, n);
+        } else {
+            COVERAGE_ADD(vhost_async_tx_deferred, n);
+        }
         vhost_stat_add(&async->stats.put_aside, n);
         dp_defer_counter_add(pmd_put_aside, n);
         dp_defer_submit(defer_work, async, qid, 0);
+    }
+    if (leaving && n < cnt) {
+        rte_pktmbuf_free_bulk(pkts + n, cnt - n);
     }
     return n;
 }
@@ -1683,7 +1741,8 @@ send_put_aside(struct vhost_async *async, const struct copy_mode *mode,
     if (n_dma) {
         dp_defer_submit(defer_work, async, qid, n_dma);
     }
-    return true;
+    /* 'auto' leaving DMA keeps packets aside until its copies are done. */
+    return !has_put_aside(async, qid);
 }
 
 int
@@ -1725,6 +1784,9 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         pkts += n;
         cnt -= n;
         txq_lock(async, tx_lock);
+    }
+    if (mode->puts_aside) {
+        note_tx_lock(async, qid, tx_lock);
     }
     dropped = locked_send(async, mode, vid, qid, pkts, cnt, max_retries,
                           retries, &n_dma);
@@ -2301,22 +2363,25 @@ vhost_async_rx_dropped(const struct vhost_async *async)
     return vhost_rx_dropped(async->rx);
 }
 
-/* Switches of 'auto' to 'path', over all Tx queues. */
-static uint64_t
-auto_switches(const struct vhost_async *async, enum vhost_auto_path path)
+/* Switches of 'auto' to DMA and to the CPU, and bursts kept off DMA by an
+ * engine's capacity, over all Tx queues. */
+static void
+auto_counts(const struct vhost_async *async, uint64_t *to_dma,
+            uint64_t *to_cpu, uint64_t *capped)
 {
-    uint64_t n = 0;
-
+    *to_dma = *to_cpu = *capped = 0;
     for (int i = 0; async->autos && i < async->n_txq; i++) {
-        n += vhost_auto_switches(&async->autos[i], path);
+        *to_dma += vhost_auto_switches(&async->autos[i], VHOST_AUTO_DMA);
+        *to_cpu += vhost_auto_switches(&async->autos[i], VHOST_AUTO_CPU);
+        *capped += vhost_auto_capped(&async->autos[i]);
     }
-    return n;
 }
 
 void
 vhost_async_get_custom_stats(const struct vhost_async *async,
                              struct netdev_custom_stats *stats)
 {
+    uint64_t to_dma, to_cpu, capped;
     uint64_t in_flight = 0;
 
     for (int i = 0; i < MAX_TXQ; i++) {
@@ -2324,6 +2389,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
 
         in_flight += MAX(v, 0);
     }
+    auto_counts(async, &to_dma, &to_cpu, &capped);
 
     const struct vhost_stat_value values[] = {
         { "ovs_async_tx_inflight", in_flight },
@@ -2341,10 +2407,9 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
         { "ovs_async_resets", vhost_stat_get(&async->stats.resets) },
         { "ovs_async_auto_cpu_copies",
           vhost_stat_get(&async->stats.auto_cpu) },
-        { "ovs_async_auto_switches_to_dma",
-          auto_switches(async, VHOST_AUTO_DMA) },
-        { "ovs_async_auto_switches_to_cpu",
-          auto_switches(async, VHOST_AUTO_CPU) },
+        { "ovs_async_auto_switches_to_dma", to_dma },
+        { "ovs_async_auto_switches_to_cpu", to_cpu },
+        { "ovs_async_auto_dma_capped", capped },
     };
 
     vhost_stats_append(stats, values, ARRAY_SIZE(values));

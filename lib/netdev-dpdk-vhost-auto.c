@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
+
 #include "openvswitch/vlog.h"
 #include "smap.h"
 
@@ -135,7 +137,18 @@ vhost_auto_reset(struct vhost_auto *a)
         atomic_init(&a->switches[p], 0);
     }
     a->retire_cost = 0;
+    a->now = 0;
+    a->rate_start = 0;
+    a->rate_pkts = 0;
+    a->rate = 0;
+    for (int c = 0; c < VHOST_AUTO_N_CLASSES; c++) {
+        a->dma_cap[c] = 0;
+        a->dma_cap_tsc[c] = 0;
+    }
     atomic_init(&a->saturated, 0);
+    atomic_init(&a->capped, 0);
+    atomic_init(&a->cap_shown, 0);
+    atomic_init(&a->rate_shown, 0);
     atomic_init(&a->retire_cycles, 0);
     atomic_init(&a->retire_pkts, 0);
     a->retire_seen[0] = a->retire_seen[1] = 0;
@@ -170,31 +183,39 @@ counter_inc(atomic_uint64_t *counter)
     atomic_add_relaxed(counter, 1, &orig);
 }
 
-enum vhost_auto_path
-vhost_auto_choose(struct vhost_auto *a, uint32_t avg_size)
+static uint64_t
+tsc_per_ms(void)
 {
-    enum vhost_auto_path cur = vhost_auto_path(a);
-    enum vhost_auto_path other = !cur;
-    uint32_t thr = vhost_auto_threshold();
-    uint32_t c_cur, c_oth;
-    int cls;
+    return MAX(rte_get_tsc_hz() / 1000, 1);
+}
 
-    a->size_ewma = (a->size_ewma
-                    ? a->size_ewma - a->size_ewma / 8 + avg_size * 2
-                    : avg_size * 16);
-    a->probe_pending = false;
+/* Whether the DMA engine fell behind this queue, for frames of class
+ * 'cls', at about its present rate not long ago: at the capacity it showed
+ * then, or with 'margin' at 7/8 of it. */
+static bool
+dma_over_cap(struct vhost_auto *a, int cls, bool margin)
+{
+    uint64_t cap = a->dma_cap[cls];
 
-    if (thr) {
-        /* Pinned: DMA at and above the threshold, CPU below 7/8 of it. */
-        uint32_t size = a->size_ewma / 16;
-
-        a->probe_left = 0;
-        return (size >= thr ? VHOST_AUTO_DMA
-                : size < thr - thr / 8 ? VHOST_AUTO_CPU
-                : cur);
+    if (!cap) {
+        return false;
     }
+    if (a->now - a->dma_cap_tsc[cls] > VHOST_AUTO_CAP_TTL_MS * tsc_per_ms()) {
+        /* Long ago: the engine may serve this rate now. */
+        a->dma_cap[cls] = 0;
+        atomic_store_relaxed(&a->cap_shown, 0);
+        return false;
+    }
+    return (margin ? (uint64_t) a->rate * 8 >= cap * 7
+            : (uint64_t) a->rate >= cap);
+}
 
-    cls = size_class(a->size_ewma / 16);
+static enum vhost_auto_path
+choose__(struct vhost_auto *a, enum vhost_auto_path cur, int cls)
+{
+    enum vhost_auto_path other = !cur;
+    uint32_t c_cur, c_oth;
+
     c_cur = get_cost(a, cur, cls);
     c_oth = get_cost(a, other, cls);
 
@@ -248,6 +269,46 @@ vhost_auto_choose(struct vhost_auto *a, uint32_t avg_size)
     return cur;
 }
 
+enum vhost_auto_path
+vhost_auto_choose(struct vhost_auto *a, uint32_t avg_size)
+{
+    enum vhost_auto_path cur = vhost_auto_path(a);
+    enum vhost_auto_path path;
+    uint32_t thr = vhost_auto_threshold();
+    int cls;
+
+    a->size_ewma = (a->size_ewma
+                    ? a->size_ewma - a->size_ewma / 8 + avg_size * 2
+                    : avg_size * 16);
+    a->probe_pending = false;
+
+    if (thr) {
+        /* Pinned: DMA at and above the threshold, CPU below 7/8 of it. */
+        uint32_t size = a->size_ewma / 16;
+
+        a->probe_left = 0;
+        return (size >= thr ? VHOST_AUTO_DMA
+                : size < thr - thr / 8 ? VHOST_AUTO_CPU
+                : cur);
+    }
+
+    cls = size_class(a->size_ewma / 16);
+    path = choose__(a, cur, cls);
+    if (path == VHOST_AUTO_DMA
+        && dma_over_cap(a, cls, cur != VHOST_AUTO_DMA)) {
+        /* The engine fell behind this rate not long ago: going back to it
+         * would cost the guest packets again.  A probe waits for its next
+         * turn. */
+        a->probe_pending = false;
+        a->probe_left = 0;
+        a->votes = 0;
+        a->bursts = 0;
+        counter_inc(&a->capped);
+        return VHOST_AUTO_CPU;
+    }
+    return path;
+}
+
 void
 vhost_auto_switched(struct vhost_auto *a, enum vhost_auto_path path)
 {
@@ -297,19 +358,50 @@ fold_retire_cost(struct vhost_auto *a)
     return cost;
 }
 
+/* Counts 'cnt' packets at TSC 'now' into the queue's rate, in packets per
+ * ms over windows of at least 1 ms. */
+static void
+update_rate(struct vhost_auto *a, uint64_t now, int cnt)
+{
+    uint64_t per_ms = tsc_per_ms();
+
+    a->now = now;
+    if (!a->rate_start || now < a->rate_start) {
+        a->rate_start = now;
+        a->rate_pkts = 0;
+    }
+    a->rate_pkts += MAX(cnt, 0);
+    if (now - a->rate_start >= per_ms) {
+        uint64_t sample = (uint64_t) a->rate_pkts * per_ms
+                          / (now - a->rate_start);
+
+        sample = MIN(sample, UINT32_MAX / 4);
+        a->rate = a->rate ? (3 * (uint64_t) a->rate + sample) / 4 : sample;
+        a->rate_start = now;
+        a->rate_pkts = 0;
+        atomic_store_relaxed(&a->rate_shown, a->rate);
+    }
+}
+
 void
 vhost_auto_record(struct vhost_auto *a, enum vhost_auto_path path,
-                  uint64_t cycles, int cnt, int delivered, int backlog)
+                  uint64_t now, uint64_t cycles, int cnt, int delivered,
+                  int backlog)
 {
     int cls = size_class(a->size_ewma / 16);
     uint32_t old = get_cost(a, path, cls);
     uint64_t sample;
 
+    update_rate(a, now, cnt);
     if (path == VHOST_AUTO_DMA
         && (delivered < cnt || backlog > VHOST_AUTO_BACKLOG_MAX)) {
-        /* The engine drops or falls behind this queue: DMA loses. */
+        /* The engine drops or falls behind this queue: DMA loses, and this
+         * rate is what it can take for now. */
         counter_inc(&a->saturated);
         atomic_store_relaxed(&a->cost[path][cls], COST_BAD);
+        a->dma_cap[cls] = MAX(a->rate, 1);
+        a->dma_cap_tsc[cls] = now;
+        atomic_store_relaxed(&a->cap_shown, a->dma_cap[cls]);
         return;
     }
     if (a->skip_sample || !cnt) {
@@ -341,6 +433,16 @@ vhost_auto_switches(const struct vhost_auto *a, enum vhost_auto_path to)
     return v;
 }
 
+/* Bursts that the engine's capacity kept off DMA. */
+uint64_t
+vhost_auto_capped(const struct vhost_auto *a)
+{
+    uint64_t v;
+
+    atomic_read_relaxed(&CONST_CAST(struct vhost_auto *, a)->capped, &v);
+    return v;
+}
+
 static void
 format_cost(struct ds *s, uint32_t cost)
 {
@@ -357,12 +459,16 @@ format_cost(struct ds *s, uint32_t cost)
 void
 vhost_auto_format(struct ds *s, const struct vhost_auto *a)
 {
+    struct vhost_auto *aa = CONST_CAST(struct vhost_auto *, a);
     uint32_t thr = vhost_auto_threshold();
-    uint64_t saturated;
+    uint64_t saturated, capped;
+    uint32_t cap, rate;
     bool any = false;
 
-    atomic_read_relaxed(&CONST_CAST(struct vhost_auto *, a)->saturated,
-                        &saturated);
+    atomic_read_relaxed(&aa->saturated, &saturated);
+    atomic_read_relaxed(&aa->capped, &capped);
+    atomic_read_relaxed(&aa->cap_shown, &cap);
+    atomic_read_relaxed(&aa->rate_shown, &rate);
     ds_put_format(s, "%s (switches: %"PRIu64" to dma, %"PRIu64" to cpu",
                   vhost_auto_path_name(vhost_auto_path(a)),
                   vhost_auto_switches(a, VHOST_AUTO_DMA),
@@ -371,7 +477,12 @@ vhost_auto_format(struct ds *s, const struct vhost_auto *a)
         ds_put_format(s, "; pinned threshold %"PRIu32" B)", thr);
         return;
     }
-    ds_put_format(s, "; dma backlog/drop events: %"PRIu64"%s)", saturated,
+    ds_put_format(s, "; dma backlog/drop events: %"PRIu64, saturated);
+    if (cap) {
+        ds_put_format(s, "; dma fell behind at %"PRIu32" pkts/ms, rate now "
+                      "%"PRIu32" pkts/ms", cap, rate);
+    }
+    ds_put_format(s, "; bursts kept off dma: %"PRIu64"%s)", capped,
                   a->probe_left ? "; probing" : "");
     ds_put_cstr(s, "; cycles/pkt cpu/dma:");
     for (int c = 0; c < VHOST_AUTO_N_CLASSES; c++) {

@@ -36,8 +36,13 @@ struct smap;
  * before it switches (hysteresis).  It probes the path not in use now and
  * then, backing off while that path keeps losing.  A DMA engine that falls
  * behind (the queue's copies in flight pass a backlog limit) or drops
- * makes DMA lose at once.  other_config:vhost-copy-auto-threshold pins the
- * choice to the frame size instead: DMA at and above the threshold.
+ * makes DMA lose at once.  The packet rate at which it did so is kept, per
+ * frame size class, as the engine's capacity for the queue: for a while
+ * (VHOST_AUTO_CAP_TTL_MS) the queue leaves DMA when its rate reaches that
+ * capacity, and does not go back to DMA, probes included, at 7/8 of it or
+ * more; an engine that cannot keep up costs the guest packets on every
+ * return.  other_config:vhost-copy-auto-threshold pins the choice to the
+ * frame size instead: DMA at and above the threshold.
  *
  * The caller (netdev-dpdk-vhost-async.c) serializes the senders of a queue
  * (its txq lock) and performs the switch: in-flight copies are retired
@@ -66,6 +71,14 @@ struct vhost_auto {
     uint64_t retire_seen[2];        /* 'retire_cycles', 'retire_pkts' as of
                                      * the last fold-in. */
     uint32_t retire_cost;           /* DMA retire cycles per packet. */
+    uint64_t now;                   /* TSC of the last recorded burst. */
+    uint64_t rate_start;            /* TSC at the start of the rate window. */
+    uint32_t rate_pkts;             /* Packets in the rate window. */
+    uint32_t rate;                  /* Packets per ms, averaged; 0 unknown. */
+    uint32_t dma_cap[VHOST_AUTO_N_CLASSES];
+                                    /* Rate at which DMA fell behind, 0 if
+                                     * none is known. */
+    uint64_t dma_cap_tsc[VHOST_AUTO_N_CLASSES];   /* When it did. */
 
     /* Readable by any thread. */
     atomic_int path;                /* enum vhost_auto_path in use. */
@@ -73,6 +86,10 @@ struct vhost_auto {
                                     /* Cycles per packet, 0 if unknown. */
     atomic_uint64_t switches[VHOST_AUTO_N_PATHS];   /* Switches to path. */
     atomic_uint64_t saturated;      /* DMA backlog or drop events. */
+    atomic_uint64_t capped;         /* Bursts kept off DMA by its capacity. */
+    atomic_uint32_t cap_shown;      /* Capacity of the class in use, packets
+                                     * per ms, 0 if none (for display). */
+    atomic_uint32_t rate_shown;     /* 'rate', for display. */
 
     /* Cost of retiring DMA copies, added by whichever PMD retires them. */
     atomic_uint64_t retire_cycles;
@@ -81,6 +98,9 @@ struct vhost_auto {
 
 /* Backlog of a queue's DMA copies beyond which DMA is losing. */
 #define VHOST_AUTO_BACKLOG_MAX 512
+
+/* How long a DMA engine's capacity, once seen, keeps a queue off DMA. */
+#define VHOST_AUTO_CAP_TTL_MS 10000
 
 void vhost_auto_set_config(const struct smap *ovs_other_config);
 uint32_t vhost_auto_threshold(void);
@@ -94,12 +114,13 @@ enum vhost_auto_path vhost_auto_choose(struct vhost_auto *,
                                        uint32_t avg_size);
 
 /* Records a burst, after vhost_auto_choose(), sent on 'path' (the one in
- * use after the caller's switch, if any): 'cycles' spent by the sender on
- * 'cnt' packets of which 'delivered' were taken, leaving 'backlog' DMA
- * copies in flight. */
+ * use after the caller's switch, if any) at TSC 'now': 'cycles' spent by
+ * the sender on 'cnt' packets of which 'delivered' were taken, leaving
+ * 'backlog' DMA copies in flight.  A dequeue that found no completed copy
+ * records 'cnt' 0 with its backlog. */
 void vhost_auto_record(struct vhost_auto *, enum vhost_auto_path path,
-                       uint64_t cycles, int cnt, int delivered,
-                       int backlog);
+                       uint64_t now, uint64_t cycles, int cnt,
+                       int delivered, int backlog);
 
 /* Tells that the queue switched to 'path'. */
 void vhost_auto_switched(struct vhost_auto *, enum vhost_auto_path path);
@@ -119,6 +140,7 @@ vhost_auto_path(const struct vhost_auto *a)
 const char *vhost_auto_path_name(enum vhost_auto_path);
 uint64_t vhost_auto_switches(const struct vhost_auto *,
                              enum vhost_auto_path to);
+uint64_t vhost_auto_capped(const struct vhost_auto *);
 void vhost_auto_format(struct ds *, const struct vhost_auto *);
 
 #endif /* netdev-dpdk-vhost-auto.h */

@@ -507,9 +507,11 @@ dequeue__(struct vhost_rx *rx, struct vhost_rxq *q, enum vhost_rx_mode mode,
         uint16_t got = dma_dequeue(q, vid, qid, dma, mp, pkts + n,
                                    count - n);
 
-        if (a && got) {
-            vhost_auto_record(a, path, rte_get_tsc_cycles() - start, got,
-                              got, rxq_inflight(q));
+        if (a && (got || rxq_inflight(q) > VHOST_AUTO_BACKLOG_MAX)) {
+            /* A burst that took nothing while the engine falls behind is
+             * recorded too: that is how a stalled engine shows. */
+            vhost_auto_record(a, path, start, rte_get_tsc_cycles() - start,
+                              got, got, rxq_inflight(q));
         }
         if (got) {
             q->last_avg = avg_size(pkts + n, got);
@@ -534,8 +536,8 @@ dequeue__(struct vhost_rx *rx, struct vhost_rxq *q, enum vhost_rx_mode mode,
         got = cpu_dequeue(vid, qid, mp, pkts + n, count - n, counter,
                           pmd_counter);
         if (a && got) {
-            vhost_auto_record(a, path, rte_get_tsc_cycles() - start, got,
-                              got, 0);
+            vhost_auto_record(a, path, start, rte_get_tsc_cycles() - start,
+                              got, got, 0);
         }
         if (got) {
             q->last_avg = avg_size(pkts + n, got);
@@ -580,7 +582,7 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
                           struct netdev_custom_stats *stats)
 {
     uint64_t in_flight = 0, submitted = 0, completed = 0, cpu = 0;
-    uint64_t auto_cpu = 0, to_dma = 0, to_cpu = 0;
+    uint64_t auto_cpu = 0, to_dma = 0, to_cpu = 0, capped = 0;
 
     for (int i = 0; i < MAX_RXQ; i++) {
         struct vhost_rxq *q = &CONST_CAST(struct vhost_rx *, rx)->rxqs[i];
@@ -593,6 +595,7 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
         if (rx->autos) {
             to_dma += vhost_auto_switches(&rx->autos[i], VHOST_AUTO_DMA);
             to_cpu += vhost_auto_switches(&rx->autos[i], VHOST_AUTO_CPU);
+            capped += vhost_auto_capped(&rx->autos[i]);
         }
     }
 
@@ -605,6 +608,7 @@ vhost_rx_get_custom_stats(const struct vhost_rx *rx,
         { "ovs_async_rx_auto_cpu_copies", auto_cpu },
         { "ovs_async_rx_auto_switches_to_dma", to_dma },
         { "ovs_async_rx_auto_switches_to_cpu", to_cpu },
+        { "ovs_async_rx_auto_dma_capped", capped },
     };
     vhost_stats_append(stats, values, ARRAY_SIZE(values));
 }

@@ -20,14 +20,21 @@ functional (no speed thresholds), so that they hold on an oversubscribed
 2-core machine."""
 
 
+import threading
+import time
+
+import pytest
+
 from ovs_async import parse, traffic
 from ovs_async.wait import wait_until
 
 
+ENGINE = "dma_swcopy0"
 
-def auto_queues(sb, port):
+
+def auto_queues(sb, port, kind="txq"):
     queues = parse.auto_queues(
-        sb.appctl("netdev-dpdk/vhost-copy-mode-get", port))
+        sb.appctl("netdev-dpdk/vhost-copy-mode-get", port), kind)
     assert queues, sb.appctl("netdev-dpdk/vhost-copy-mode-get", port)
     return queues
 
@@ -214,3 +221,64 @@ def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):
     assert counters["DMA CPU fallbacks"] > 0, counters
     q = auto_queues(sb, "v1")[0]
     assert q["path"] == "dma" and q["to_cpu"] == 0, q
+
+
+@pytest.mark.parametrize("kind", ["txq", "rxq"])
+def test_auto_keeps_off_an_engine_that_fell_behind(sandbox_factory, kind):
+    """An engine slowed on purpose (dma-swcopy/delay, 200 us a copy: about
+    5 copies per ms) under 40 frames per ms of 1518 B: in the queues where
+    auto tries DMA (v0's and v1's Tx queues, or their Rx queues), the
+    engine falls behind and the queue leaves DMA.  While the rate stays,
+    the queue must not go back to DMA, probes included: every return
+    costs the guest a backlog of copies.  Without the memory of the
+    engine's capacity it probed again a fraction of a second later (4096
+    bursts, then 4 times as many) and won the probe, whose 16 bursts are
+    too few to fall behind.  Every frame is verified."""
+    sb = sandbox_factory(ports=2, mtu=9000, dma=1, dma_driver="dma_swcopy")
+    if kind == "txq":
+        sb.set_copy_mode("auto")
+    else:
+        sb.set_rx_copy_mode("auto")
+    sb.swcopy("delay", ENGINE, 200)
+    result = {}
+
+    def run():
+        result["run"] = traffic.loop_run(
+            sb, size=1518, duration=16,
+            extra=["--rate", 40000, "--burst", 1])
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        def fell_behind():
+            qs = {p: auto_queues(sb, p, kind)[0] for p in ("v0", "v1")}
+            if all(q["cap"] and q["path"] == "cpu" for q in qs.values()):
+                return qs
+            return None
+        first = wait_until(fell_behind, 30, lambda: "no queue left DMA: %s"
+                           % sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+                           interval=0.2)
+        time.sleep(3)
+        later = {p: auto_queues(sb, p, kind)[0] for p in ("v0", "v1")}
+        for port in ("v0", "v1"):
+            print("%s %s: %s, then %s" % (port, kind, first[port]["text"],
+                                          later[port]["text"]))
+            assert later[port]["to_dma"] == first[port]["to_dma"], \
+                later[port]
+            assert later[port]["capped"] > first[port]["capped"], \
+                later[port]
+            assert later[port]["path"] == "cpu", later[port]
+        # The interface statistics say it too (refreshed every 5 s).
+        key = ("ovs_async_auto_dma_capped" if kind == "txq"
+               else "ovs_async_rx_auto_dma_capped")
+        wait_until(lambda: sb.custom_stats("v1").get(key, 0) > 0, 8,
+                   lambda: "%s: %s" % (key, sb.custom_stats("v1")),
+                   interval=0.5)
+    finally:
+        t.join(120)
+    assert first["v0"]["events"] > 0 and first["v1"]["events"] > 0, first
+    if kind == "txq":
+        # The queues left DMA without waiting for the engine: what came
+        # meanwhile waited aside for the copies in flight.
+        assert sb.coverage("vhost_async_auto_leaving") > 0
+    traffic.check(result["run"])
+    assert result["run"]["guest"]["reordered"] == 0, result["run"]["guest"]

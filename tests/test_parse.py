@@ -65,3 +65,33 @@ def test_queue_counts():
     assert parse.txq_put_aside(MODE_GET) == {"v0": {0: 4095, 1: 0},
                                              "v1": {0: 0}}
     assert parse.rxq_inflight(MODE_GET) == {"v0": {}, "v1": {0: 5}}
+
+
+AUTO_GET = """\
+v1: Tx copy mode auto (from other_config:vhost-copy-mode)
+  txq 0: cpu (switches: 1 to dma, 1 to cpu; dma backlog/drop events: 3; \
+dma fell behind at 41 pkts/ms, rate now 40 pkts/ms; bursts kept off dma: \
+5123); cycles/pkt cpu/dma: <=2048B 1977/losing
+  txq 1: dma (switches: 2 to dma, 1 to cpu; dma backlog/drop events: 0; \
+bursts kept off dma: 0; probing); cycles/pkt cpu/dma: <=128B 230/?
+  Rx: auto (from options:vhost-rx-copy-mode)
+  rxq 0: dma (switches: 4 to dma, 3 to cpu; dma backlog/drop events: 9; \
+bursts kept off dma: 12); cycles/pkt cpu/dma: not measured yet
+"""
+
+
+def test_auto_queues():
+    """Each queue of a port in auto: its path, switches, the engine's
+    capacity when one was seen, the bursts it kept off DMA, its costs."""
+    tx = parse.auto_queues(AUTO_GET)
+    assert [(q["qid"], q["path"], q["to_dma"], q["to_cpu"]) for q in tx] \
+        == [(0, "cpu", 1, 1), (1, "dma", 2, 1)]
+    assert (tx[0]["events"], tx[0]["cap"], tx[0]["capped"]) == (3, 41, 5123)
+    assert tx[0]["costs"] == {"<=2048": ("1977", "losing")}
+    assert not tx[0]["probing"]
+    assert (tx[1]["cap"], tx[1]["capped"], tx[1]["probing"]) == (None, 0,
+                                                                 True)
+    assert tx[1]["costs"] == {"<=128": ("230", "?")}
+    rx = parse.auto_queues(AUTO_GET, "rxq")
+    assert [(q["qid"], q["path"], q["to_dma"], q["events"], q["capped"])
+            for q in rx] == [(0, "dma", 4, 9, 12)]

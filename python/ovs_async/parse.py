@@ -208,15 +208,24 @@ def key_values(text):
     return state
 
 
-def auto_queues(text):
+def auto_queues(text, kind="txq"):
     """vhost-copy-mode-get PORT of a port in mode auto: one dict per Tx
-    queue (path, switches, probing, costs per size class)."""
+    queue, or per Rx queue with 'kind' "rxq" (path, switches, probing,
+    costs per size class, DMA backlog/drop events, bursts kept off DMA by
+    the engine's capacity, the capacity seen if any)."""
     queues = []
-    for m in re.finditer(r"^  txq (\d+): (cpu|dma) \(switches: (\d+) to dma, "
-                         r"(\d+) to cpu(.*)$", text, re.M):
+    for m in re.finditer(r"^  %s (\d+): (cpu|dma) \(switches: (\d+) to dma, "
+                         r"(\d+) to cpu(.*)$" % kind, text, re.M):
+        rest = m.group(5)
+        events = re.search(r"dma backlog/drop events: (\d+)", rest)
+        capped = re.search(r"bursts kept off dma: (\d+)", rest)
+        cap = re.search(r"dma fell behind at (\d+) pkts/ms", rest)
         q = {"qid": int(m.group(1)), "path": m.group(2),
              "to_dma": int(m.group(3)), "to_cpu": int(m.group(4)),
-             "probing": "probing" in m.group(5), "text": m.group(0),
+             "probing": "probing" in rest, "text": m.group(0),
+             "events": int(events.group(1)) if events else 0,
+             "capped": int(capped.group(1)) if capped else 0,
+             "cap": int(cap.group(1)) if cap else None,
              "costs": {}}
         for c in re.finditer(r"(<=|>)(\d+)B (\d+|\?|losing)/(\d+|\?|losing)",
                              m.group(5)):
