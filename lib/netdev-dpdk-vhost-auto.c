@@ -183,10 +183,19 @@ counter_inc(atomic_uint64_t *counter)
     atomic_add_relaxed(counter, 1, &orig);
 }
 
+/* TSC cycles per ms, computed once (every thread computes the same). */
 static uint64_t
 tsc_per_ms(void)
 {
-    return MAX(rte_get_tsc_hz() / 1000, 1);
+    static atomic_uint64_t cached = 0;
+    uint64_t per_ms;
+
+    atomic_read_relaxed(&cached, &per_ms);
+    if (OVS_UNLIKELY(!per_ms)) {
+        per_ms = MAX(rte_get_tsc_hz() / 1000, 1);
+        atomic_store_relaxed(&cached, per_ms);
+    }
+    return per_ms;
 }
 
 /* Whether the DMA engine fell behind this queue, for frames of class
