@@ -149,11 +149,15 @@ format_engine(struct ds *ds, const char *name,
                   "  copies completed: %"PRIu64"\n"
                   "  copies failed: %"PRIu64" (%"PRIu64" on purpose)\n"
                   "  copies in flight: %"PRIu64"\n"
-                  "  holds: %"PRIu64"\n",
+                  "  holds: %"PRIu64"\n"
+                  "  copies executed by a stop: %"PRIu64"\n"
+                  "  copies dropped by a stop: %"PRIu64"\n",
                   st->fail_left, st->delay_us, st->submitted, st->executed,
                   st->completed, st->failed, st->injected,
-                  st->submitted > st->completed
-                  ? st->submitted - st->completed : 0, st->holds);
+                  st->submitted > st->completed + st->stop_dropped
+                  ? st->submitted - st->completed - st->stop_dropped : 0,
+                  st->holds,
+                  st->stop_executed, st->stop_dropped);
 }
 
 static void

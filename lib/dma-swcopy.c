@@ -98,6 +98,9 @@
 #define SWCOPY_PARK_MAX_NS 32000000 /* Longest park without a kick. */
 #define SWCOPY_TIMER_SLACK_NS 1000  /* So that naps are about as asked. */
 
+/* 'hold_until' of a hold without a time limit. */
+#define SWCOPY_HOLD_FOREVER UINT64_MAX
+
 /* Command word: command in the low 2 bits, sequence number above them, so
  * that the worker sees every change even if it misses an intermediate one
  * (stop then start before the worker looked). */
@@ -170,15 +173,19 @@ struct swcopy_wstats {
     uint64_t batches;
     uint64_t naps;
     uint64_t parks;
+    uint64_t stop_executed; /* Copies executed by a stop, at full speed. */
+    uint64_t stop_dropped;  /* Copies a stop of a held engine dropped. */
 };
 
 /* Fault injection (dma_swcopy_hold() and friends): written by any control
  * thread, read by the worker once per batch. */
 struct swcopy_fault {
-    uint32_t held;          /* 1 while held. */
+    uint64_t hold_until;    /* TSC at which a hold ends: 0 if not held,
+                             * SWCOPY_HOLD_FOREVER until released.  One
+                             * word, so that a hold's expiry and a new
+                             * hold cannot race. */
     uint32_t fail_left;     /* Next copies to fail; the worker decrements. */
     uint32_t delay_us;      /* Least time per copy. */
-    uint64_t release_tsc;   /* End of a timed hold, 0 if none. */
     uint64_t injected;      /* Copies failed on purpose (worker). */
     uint64_t holds;         /* Holds so far (control). */
 };
@@ -490,30 +497,31 @@ swcopy_take_failure(struct swcopy_dev *sw)
     return false;
 }
 
-/* Whether the worker must not execute copies now (dma_swcopy_hold()). */
-static bool
-swcopy_held(struct swcopy_dev *sw)
+/* Whether a hold (dma_swcopy_hold()) whose end is 'until' is in force. */
+static inline bool
+swcopy_hold_active(uint64_t until)
 {
-    uint64_t release;
+    return until && (until == SWCOPY_HOLD_FOREVER || rte_rdtsc() < until);
+}
 
-    if (likely(!__atomic_load_n(&sw->fault.held, __ATOMIC_ACQUIRE))) {
-        return false;
-    }
-    release = __atomic_load_n(&sw->fault.release_tsc, __ATOMIC_RELAXED);
-    if (release && rte_rdtsc() >= release) {
-        __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
-        return false;
-    }
-    return true;
+/* Whether the worker must not execute copies now.  A timed hold ends by
+ * itself: nobody needs to notice its expiry, the worker busy or not. */
+static bool
+swcopy_held(const struct swcopy_dev *sw)
+{
+    return swcopy_hold_active(__atomic_load_n(&sw->fault.hold_until,
+                                              __ATOMIC_ACQUIRE));
 }
 
 static uint16_t
 swcopy_run_batch(struct swcopy_dev *sw, struct swcopy_desc *ring,
-                 uint16_t mask, uint16_t done, uint16_t tail, uint32_t *nerrp)
+                 uint16_t mask, uint16_t done, uint16_t tail, uint32_t *nerrp,
+                 bool stopping)
 {
     uint16_t n = RTE_MIN((uint16_t) (tail - done), SWCOPY_BATCH_MAX);
-    uint32_t delay_us = __atomic_load_n(&sw->fault.delay_us,
-                                        __ATOMIC_RELAXED);
+    uint32_t delay_us = (stopping ? 0
+                         : __atomic_load_n(&sw->fault.delay_us,
+                                           __ATOMIC_RELAXED));
     bool faults = (delay_us
                    || __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED));
     uint32_t nerr = *nerrp;
@@ -575,6 +583,39 @@ swcopy_run_batch(struct swcopy_dev *sw, struct swcopy_desc *ring,
     return done;
 }
 
+/* The worker's part of a stop: executes or drops what was submitted and
+ * not executed yet, from 'done' on. */
+static void
+swcopy_stop_pending(struct swcopy_dev *sw, struct swcopy_desc *ring,
+                    uint16_t mask, uint16_t done, uint32_t *nerr)
+{
+    bool held = swcopy_held(sw);
+    uint64_t n = 0;
+    uint16_t tail;
+
+    while ((tail = __atomic_load_n(&sw->bell.tail, __ATOMIC_ACQUIRE))
+           != done) {
+        uint16_t next = (held ? tail
+                         : swcopy_run_batch(sw, ring, mask, done, tail, nerr,
+                                            true));
+
+        n += (uint16_t) (next - done);
+        done = next;
+    }
+    if (held) {
+        __atomic_store_n(&sw->ws.stop_dropped, sw->ws.stop_dropped + n,
+                         __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&sw->ws.stop_executed, sw->ws.stop_executed + n,
+                         __ATOMIC_RELAXED);
+    }
+    if (n) {
+        SWCOPY_INFO("%s: stopped; %"PRIu64" copies in flight %s",
+                    sw->ctl.name, n, held ? "dropped, never executed"
+                    : "executed at once");
+    }
+}
+
 static void *
 swcopy_worker_main(void *sw_)
 {
@@ -619,11 +660,14 @@ swcopy_worker_main(void *sw_)
                 continue;
             }
 
-            /* Stop or exit: execute everything that was submitted. */
-            while ((tail = __atomic_load_n(&sw->bell.tail, __ATOMIC_ACQUIRE))
-                   != done) {
-                done = swcopy_run_batch(sw, ring, mask, done, tail, &nerr);
-            }
+            /* Stop or exit: the engine is fenced.  A held engine (a hung
+             * one, as tests make it) drops what it holds: those copies are
+             * never executed and never reported complete.  Otherwise what
+             * was submitted is executed now, without any delay asked by
+             * dma_swcopy_delay().  Either way, nothing runs afterwards
+             * until the next start, which resets the ring. */
+            swcopy_stop_pending(sw, ring, mask, done, &nerr);
+            __atomic_store_n(&sw->fault.hold_until, 0, __ATOMIC_RELEASE);
             __atomic_store_n(&sw->ctl.ack, cmd, __ATOMIC_RELEASE);
             if (SWCOPY_CMD(cmd) == SWCOPY_CMD_EXIT) {
                 break;
@@ -641,7 +685,8 @@ swcopy_worker_main(void *sw_)
             continue;
         }
         if (tail != done) {
-            done = swcopy_run_batch(sw, ring, mask, done, tail, &nerr);
+            done = swcopy_run_batch(sw, ring, mask, done, tail, &nerr,
+                                    false);
             empty_polls = 0;
             nap_ns = SWCOPY_NAP_MIN_NS;
             park_ns = SWCOPY_PARK_MIN_NS;
@@ -881,10 +926,10 @@ swcopy_stop(struct swcopy_dpdk_dma_dev *dev)
 
     __atomic_store_n(&sub->started, false, __ATOMIC_RELEASE);
 
-    /* Copies enqueued without a submit are discarded; a hold ends (stop
-     * executes what was submitted). */
+    /* Copies enqueued without a submit are discarded.  The worker executes
+     * or drops what was submitted (a held engine drops it), and the hold
+     * ends. */
     sub->write_idx = sub->submit_idx;
-    __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
 
     /* The worker executes what was submitted, then parks. */
     if (sw->ctl.thread_running) {
@@ -898,7 +943,6 @@ swcopy_close(struct swcopy_dpdk_dma_dev *dev)
 {
     struct swcopy_dev *sw = swcopy_dev_get(dev);
 
-    __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
     if (sw->ctl.thread_running) {
         swcopy_command(sw, SWCOPY_CMD_EXIT);
         pthread_join(sw->ctl.thread, NULL);
@@ -1006,8 +1050,7 @@ swcopy_dump(const struct swcopy_dpdk_dma_dev *dev, FILE *f)
     fprintf(f, "    max_len: %u\n", DMA_SWCOPY_MAX_LEN);
     fprintf(f, "    fault injection: %s, fail next %"PRIu32", delay %"PRIu32
             " us, failed on purpose %"PRIu64"\n",
-            __atomic_load_n(&sw->fault.held, __ATOMIC_RELAXED)
-            ? "held" : "not held",
+            swcopy_held(sw) ? "held" : "not held",
             __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED),
             __atomic_load_n(&sw->fault.delay_us, __ATOMIC_RELAXED),
             __atomic_load_n(&sw->fault.injected, __ATOMIC_RELAXED));
@@ -1337,15 +1380,16 @@ int
 dma_swcopy_hold(const char *name, uint32_t release_after_ms)
 {
     struct swcopy_dev *sw = swcopy_find(name);
+    uint64_t until;
 
     if (!sw) {
         return -ENODEV;
     }
-    __atomic_store_n(&sw->fault.release_tsc,
-                     release_after_ms
-                     ? rte_rdtsc() + rte_get_tsc_hz() / 1000 * release_after_ms
-                     : 0, __ATOMIC_RELAXED);
-    if (!__atomic_exchange_n(&sw->fault.held, 1, __ATOMIC_ACQ_REL)) {
+    until = (release_after_ms
+             ? rte_rdtsc() + rte_get_tsc_hz() / 1000 * release_after_ms
+             : SWCOPY_HOLD_FOREVER);
+    if (!swcopy_hold_active(__atomic_exchange_n(&sw->fault.hold_until, until,
+                                                __ATOMIC_ACQ_REL))) {
         __atomic_fetch_add(&sw->fault.holds, 1, __ATOMIC_RELAXED);
     }
     SWCOPY_INFO("%s: held%s", sw->ctl.name,
@@ -1361,7 +1405,7 @@ dma_swcopy_release(const char *name)
     if (!sw) {
         return -ENODEV;
     }
-    __atomic_store_n(&sw->fault.held, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&sw->fault.hold_until, 0, __ATOMIC_RELEASE);
     swcopy_kick(sw);
     SWCOPY_INFO("%s: released", sw->ctl.name);
     return 0;
@@ -1398,7 +1442,7 @@ int
 dma_swcopy_get_state(const char *name, struct dma_swcopy_state *st)
 {
     struct swcopy_dev *sw = swcopy_find(name);
-    uint64_t release, now;
+    uint64_t until, now;
 
     if (!sw) {
         return -ENODEV;
@@ -1406,11 +1450,11 @@ dma_swcopy_get_state(const char *name, struct dma_swcopy_state *st)
     memset(st, 0, sizeof *st);
     st->cpu = sw->ctl.cpu;
     st->started = __atomic_load_n(&sw->sub.started, __ATOMIC_RELAXED);
-    st->held = __atomic_load_n(&sw->fault.held, __ATOMIC_ACQUIRE);
-    release = __atomic_load_n(&sw->fault.release_tsc, __ATOMIC_RELAXED);
+    until = __atomic_load_n(&sw->fault.hold_until, __ATOMIC_ACQUIRE);
     now = rte_rdtsc();
-    if (st->held && release > now) {
-        st->release_in_ms = (release - now) / (rte_get_tsc_hz() / 1000);
+    st->held = swcopy_hold_active(until);
+    if (st->held && until != SWCOPY_HOLD_FOREVER) {
+        st->release_in_ms = (until - now) / (rte_get_tsc_hz() / 1000);
     }
     st->fail_left = __atomic_load_n(&sw->fault.fail_left, __ATOMIC_RELAXED);
     st->delay_us = __atomic_load_n(&sw->fault.delay_us, __ATOMIC_RELAXED);
@@ -1420,6 +1464,10 @@ dma_swcopy_get_state(const char *name, struct dma_swcopy_state *st)
     st->failed = __atomic_load_n(&sw->ws.failed, __ATOMIC_RELAXED);
     st->injected = __atomic_load_n(&sw->fault.injected, __ATOMIC_RELAXED);
     st->holds = __atomic_load_n(&sw->fault.holds, __ATOMIC_RELAXED);
+    st->stop_executed = __atomic_load_n(&sw->ws.stop_executed,
+                                        __ATOMIC_RELAXED);
+    st->stop_dropped = __atomic_load_n(&sw->ws.stop_dropped,
+                                       __ATOMIC_RELAXED);
     return 0;
 }
 

@@ -50,10 +50,13 @@
  *     RTE_DMA_STATUS_INVALID_DST_ADDR.  Other invalid addresses are NOT
  *     detected: the worker faults like any memcpy() would.
  *
- *   - rte_dma_stop() waits until the worker has executed every copy that
- *     was submitted; completions can still be collected while the device
- *     is stopped, until the next rte_dma_start() resets the ring.  Copies
- *     enqueued but never submitted are discarded by stop.
+ *   - rte_dma_stop() is a fence: when it returns, the worker has executed
+ *     every copy that was submitted (at full speed, whatever delay was
+ *     asked), or, if the engine is held, dropped them, and it starts no
+ *     copy until the next rte_dma_start(), which resets the ring.
+ *     Completions of what it executed can still be collected while the
+ *     device is stopped.  Copies enqueued but never submitted are
+ *     discarded by stop.
  *
  *   - An idle engine parks its worker in the kernel: a stopped device
  *     costs nothing, a started idle one wakes about 1000 times a second.
@@ -85,9 +88,11 @@
  *   hold      the worker stops executing copies: those already submitted
  *             and those submitted later stay in flight (the submitter sees
  *             no completions) until dma_swcopy_release(), or until
- *             'release_after_ms' have passed if it is not 0.  Stopping or
- *             closing the device ends a hold (stop executes every copy that
- *             was submitted, as always).
+ *             'release_after_ms' have passed if it is not 0 (whether or
+ *             not the engine has work then).  Stopping or closing a held
+ *             device drops the copies it holds, as resetting a hung
+ *             hardware engine does: they are never executed and never
+ *             reported complete.  The hold ends with the stop.
  *   fail      the next 'n' copies complete with an error status
  *             (RTE_DMA_STATUS_ERROR_UNKNOWN) and copy nothing, as a failing
  *             hardware engine reports them; 0 cancels.
@@ -108,6 +113,9 @@ struct dma_swcopy_state {
     uint64_t failed;            /* Copies that completed with an error. */
     uint64_t injected;          /* Of those, failed by dma_swcopy_fail(). */
     uint64_t holds;             /* Holds so far. */
+    uint64_t stop_executed;     /* Copies a stop executed (not held). */
+    uint64_t stop_dropped;      /* Copies a stop of a held engine dropped:
+                                 * never executed, never completed. */
 };
 
 int dma_swcopy_hold(const char *name, uint32_t release_after_ms);

@@ -24,12 +24,15 @@
 #include <rte_dev.h>
 #include <rte_dmadev.h>
 #include <rte_errno.h>
+#include <rte_malloc.h>
 #include <rte_vhost_async.h>
 
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/vlog.h"
 #include "ovs-numa.h"
+#include "ovs-rcu.h"
 #include "ovs-thread.h"
+#include "timeval.h"
 #include "unixctl.h"
 #include "util.h"
 
@@ -47,6 +50,10 @@ struct dma_dev {
     bool failed;                /* Setup failed; never handed out. */
     bool retired;               /* Out of service (see 'retired_devs'). */
     const char *retired_why;    /* Why it is, if 'retired'. */
+    bool stopped;               /* Fenced: rte_dma_stop() returned. */
+    int stop_error;             /* What rte_dma_stop() said, if it failed. */
+    uint64_t lost;              /* Copies it never completed, in the stats
+                                 * of its past lives (dmadev-enable). */
     uint16_t nb_desc;
 };
 
@@ -65,7 +72,14 @@ static atomic_uint64_t retired_devs = 0;
 /* How often the health watch looks at the engines in use. */
 #define DMA_WATCH_INTERVAL_MS 100
 
+/* How long dmadev-enable waits for its test copy. */
+#define DMA_TEST_COPY_MS 100
+
 static void dma_watch_start(void);
+
+/* Copies of vhost ports still in flight on a dmadev, as the copy modes
+ * count them (netdev_dpdk_dma_set_users_cb()). */
+static unsigned int (*dma_users_cb)(int16_t id);
 
 static void
 dma_scan(void)
@@ -262,6 +276,30 @@ netdev_dpdk_dma_retired(void)
     return retired;
 }
 
+/* Fences 'd': once rte_dma_stop() returns, the engine has finished or
+ * dropped every copy it held and starts none until it is started again.
+ * Its owner may be in the middle of a burst on it: a stopped dmadev
+ * refuses new copies (vhost then keeps the packets), and the engine runs
+ * none that slips in. */
+static void
+dma_fence(struct dma_dev *d)
+    OVS_REQUIRES(dma_mutex)
+{
+    if (d->ready && !d->stopped) {
+        d->stop_error = rte_dma_stop(d->id);
+        d->stopped = true;
+        if (d->stop_error) {
+            VLOG_ERR("dmadev %s could not be stopped (%s): the copies it "
+                     "holds may still land", d->name,
+                     rte_strerror(-d->stop_error));
+        } else {
+            VLOG_INFO("dmadev %s stopped: it runs no copy until "
+                      "\"ovs-appctl netdev-dpdk/dmadev-enable %s\"",
+                      d->name, d->name);
+        }
+    }
+}
+
 void
 netdev_dpdk_dma_retire(uint64_t mask, const char *why)
 {
@@ -281,8 +319,53 @@ netdev_dpdk_dma_retire(uint64_t mask, const char *why)
             VLOG_ERR("dmadev %s taken out of service: %s; its PMD thread "
                      "copies on the CPU from now on", d->name, why);
         }
+        if (mask & (UINT64_C(1) << d->id)) {
+            dma_fence(d);
+        }
     }
     ovs_mutex_unlock(&dma_mutex);
+}
+
+uint64_t
+netdev_dpdk_dma_busy(uint64_t mask)
+{
+    uint64_t busy = 0;
+
+    ovs_mutex_lock(&dma_mutex);
+    for (int i = 0; i < n_dma_devs; i++) {
+        struct dma_dev *d = &dma_devs[i];
+        enum rte_dma_vchan_status st;
+
+        if (mask & (UINT64_C(1) << d->id) && d->ready
+            && !rte_dma_vchan_status(d->id, NETDEV_DPDK_DMA_VCHAN, &st)
+            && st != RTE_DMA_VCHAN_IDLE) {
+            busy |= UINT64_C(1) << d->id;
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
+    return busy;
+}
+
+uint64_t
+netdev_dpdk_dma_reported(uint64_t mask)
+{
+    uint64_t n = 0;
+
+    for (; mask; mask = zero_rightmost_1bit(mask)) {
+        struct rte_dma_stats st;
+
+        if (!rte_dma_stats_get(rightmost_1bit_idx(mask),
+                               NETDEV_DPDK_DMA_VCHAN, &st)) {
+            n += st.completed;
+        }
+    }
+    return n;
+}
+
+void
+netdev_dpdk_dma_set_users_cb(unsigned int (*cb)(int16_t id))
+{
+    dma_users_cb = cb;
 }
 
 /* vhost 22.11 does not handle DMA errors: it only calls rte_dma_completed(),
@@ -360,13 +443,18 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
             ds_put_cstr(&reply, d->failed ? "unusable\n" : "free\n");
         }
         if (d->retired) {
-            ds_put_format(&reply, "  state: out of service (%s)\n",
-                          d->retired_why);
+            ds_put_format(&reply, "  state: out of service (%s), %s; "
+                          "\"ovs-appctl netdev-dpdk/dmadev-enable %s\" "
+                          "brings it back once no port has copies on it\n",
+                          d->retired_why,
+                          !d->stopped ? "not stopped"
+                          : d->stop_error ? "could not be stopped"
+                          : "stopped", d->name);
         }
         if (d->ready && !rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN,
                                            &st)) {
             /* 'completed' includes the failed ones (rte_dma_stats). */
-            uint64_t done = st.completed;
+            uint64_t done = st.completed + d->lost;
 
             ds_put_format(&reply, "  ring size: %"PRIu16"\n"
                           "  copies submitted: %"PRIu64"\n"
@@ -384,6 +472,150 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
     ds_destroy(&reply);
 }
 
+/* Checks engine 'id', just started, with one copy of a known pattern.
+ * Returns NULL, or why it failed. */
+static const char *
+dma_test_copy(int16_t id)
+{
+    enum { LEN = 64 };
+    uint8_t *buf = rte_zmalloc("ovs_dma_test", 2 * LEN, RTE_CACHE_LINE_SIZE);
+    const char *why = NULL;
+    long long int deadline;
+    rte_iova_t iova;
+    uint16_t last;
+    bool error;
+
+    if (!buf) {
+        return "no memory for the test copy";
+    }
+    for (int i = 0; i < LEN; i++) {
+        buf[i] = i ^ 0x5a;
+    }
+    iova = rte_malloc_virt2iova(buf);
+    if (iova == RTE_BAD_IOVA
+        || rte_dma_copy(id, NETDEV_DPDK_DMA_VCHAN, iova, iova + LEN, LEN,
+                        RTE_DMA_OP_FLAG_SUBMIT) < 0) {
+        why = "it refused the test copy";
+        goto out;
+    }
+    deadline = time_msec() + DMA_TEST_COPY_MS;
+    while (!rte_dma_completed(id, NETDEV_DPDK_DMA_VCHAN, 1, &last, &error)) {
+        if (error) {
+            why = "the test copy failed";
+            goto out;
+        }
+        if (time_msec() > deadline) {
+            why = "the test copy did not complete in time";
+            goto out;
+        }
+        xnanosleep(10 * 1000);
+    }
+    if (memcmp(buf, buf + LEN, LEN)) {
+        why = "the test copy completed with wrong data";
+    }
+out:
+    rte_free(buf);
+    return why;
+}
+
+/* Why engine 'd' cannot be brought back now, or NULL. */
+static char *
+dma_enable_check(struct dma_dev *d)
+    OVS_REQUIRES(dma_mutex)
+{
+    unsigned int users;
+
+    if (!d->ready) {
+        return xasprintf("dmadev %s was never set up", d->name);
+    }
+    if (!d->retired) {
+        return xasprintf("dmadev %s is in service", d->name);
+    }
+    users = dma_users_cb ? dma_users_cb(d->id) : 0;
+    if (users) {
+        return xasprintf("%u copies of vhost ports are still in flight on "
+                         "dmadev %s: their queues are reset first (see "
+                         "netdev-dpdk/vhost-copy-mode-get); try again",
+                         users, d->name);
+    }
+    return NULL;
+}
+
+/* Brings engine 'd', out of service, back: restarts it clean and checks it
+ * with a test copy.  Returns NULL, or why it stays out of service.  The
+ * caller made every thread quiesce since 'd' went out of service: no PMD
+ * thread is in the middle of a burst on it. */
+static char *
+dma_enable(struct dma_dev *d)
+    OVS_REQUIRES(dma_mutex)
+{
+    struct rte_dma_stats st;
+    const char *why;
+    uint64_t orig;
+    char *error;
+
+    error = dma_enable_check(d);
+    if (error) {
+        return error;
+    }
+    dma_fence(d);
+    /* What it never completed stays lost: the restart forgets it. */
+    if (!rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN, &st)) {
+        d->lost = st.submitted - MIN(st.submitted, st.completed);
+    }
+    if (rte_dma_start(d->id)) {
+        return xasprintf("dmadev %s cannot be started", d->name);
+    }
+    why = dma_test_copy(d->id);
+    if (why) {
+        rte_dma_stop(d->id);
+        return xasprintf("dmadev %s stays out of service: %s", d->name, why);
+    }
+    d->retired = false;
+    d->retired_why = NULL;
+    d->stopped = false;
+    d->stop_error = 0;
+    atomic_and_relaxed(&retired_devs, ~(UINT64_C(1) << d->id), &orig);
+    VLOG_INFO("dmadev %s back in service: restarted, test copy verified",
+              d->name);
+    return NULL;
+}
+
+static void
+dma_enable_cmd(struct unixctl_conn *conn, int argc OVS_UNUSED,
+               const char *argv[], void *aux OVS_UNUSED)
+{
+    struct dma_dev *d = NULL;
+    char *error;
+
+    ovs_mutex_lock(&dma_mutex);
+    dma_scan();
+    for (int i = 0; i < n_dma_devs; i++) {
+        if (!strcmp(dma_devs[i].name, argv[1])) {
+            d = &dma_devs[i];
+        }
+    }
+    error = (!d ? xasprintf("%.64s: no such dmadev (see "
+                            "netdev-dpdk/dmadev-show)", argv[1])
+             : dma_enable_check(d));
+    ovs_mutex_unlock(&dma_mutex);
+    if (!error) {
+        /* Out of service, no PMD thread takes it for a new burst: once
+         * every thread has quiesced (not under dma_mutex, which a PMD
+         * thread that starts takes), none is in an old one. */
+        ovsrcu_synchronize();
+        ovs_mutex_lock(&dma_mutex);
+        error = dma_enable(d);
+        ovs_mutex_unlock(&dma_mutex);
+    }
+    if (error) {
+        unixctl_command_reply_error(conn, error);
+        free(error);
+    } else {
+        unixctl_command_reply(conn, "in service");
+    }
+}
+
 void
 netdev_dpdk_dma_init(void)
 {
@@ -395,6 +627,8 @@ netdev_dpdk_dma_init(void)
         dma_swcopy_register();
         unixctl_command_register("netdev-dpdk/dmadev-show", "", 0, 0,
                                  dma_show, NULL);
+        unixctl_command_register("netdev-dpdk/dmadev-enable", "dmadev", 1, 1,
+                                 dma_enable_cmd, NULL);
         dma_swcopy_ctl_init();
         ovsthread_once_done(&once);
     }

@@ -46,11 +46,25 @@ void netdev_dpdk_dma_thread_detach(void);
  * dmadev was taken out of service. */
 int16_t netdev_dpdk_dma_get(void);
 
-/* Takes the dmadevs in 'mask' (a bit per dmadev id) out of service for
- * good, logging 'why' once per dmadev: they did not complete copies that
- * then had to be abandoned, and vhost still refers to those copies.  Their
- * owners copy on the CPU from then on. */
+/* Takes the dmadevs in 'mask' (a bit per dmadev id) out of service,
+ * logging 'why' once per dmadev, and fences them: when this returns, each
+ * one has been stopped (rte_dma_stop()), so that it finishes or drops the
+ * copies it holds and starts none afterwards; a copy it did not complete
+ * can then never land in guest memory that vhost unmaps.  Their owners
+ * copy on the CPU until "ovs-appctl netdev-dpdk/dmadev-enable" restarts
+ * an engine, which it refuses while ports still count copies on it. */
 void netdev_dpdk_dma_retire(uint64_t mask, const char *why);
+
+/* The dmadevs in 'mask' that have copies they did not execute yet (or a
+ * failed one not collected). */
+uint64_t netdev_dpdk_dma_busy(uint64_t mask);
+
+/* The completions the dmadevs in 'mask' reported so far, in all. */
+uint64_t netdev_dpdk_dma_reported(uint64_t mask);
+
+/* Tells the pool how many copies of vhost ports are still in flight on a
+ * dmadev, for dmadev-enable. */
+void netdev_dpdk_dma_set_users_cb(unsigned int (*)(int16_t id));
 
 /* The dmadevs out of service, a bit per id.  An engine whose vchan halts on
  * an error (a failed copy) is taken out of service by a health watch that

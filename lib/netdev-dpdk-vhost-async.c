@@ -420,6 +420,9 @@ static unsigned long *vring_bits[RTE_MAX_VHOST_DEVICE]
  * pre-message call to the next message's): the vring state changes it
  * notifies meanwhile are its bracket, not the guest's. */
 static bool in_mem_table[RTE_MAX_VHOST_DEVICE] OVS_GUARDED_BY(vid_mutex);
+/* Per vid, when the clears of the vrings of a SET_MEM_TABLE give up. */
+static long long int mem_table_deadline[RTE_MAX_VHOST_DEVICE]
+    OVS_GUARDED_BY(vid_mutex);
 static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
 
@@ -606,6 +609,8 @@ async_refused(void)
     return NULL;
 }
 
+static unsigned int engine_users(int16_t dma);
+
 void
 vhost_async_init(bool iommu, bool postcopy)
 {
@@ -620,6 +625,7 @@ vhost_async_init(bool iommu, bool postcopy)
         pmd_put_aside = dp_defer_counter_register(
             "DMA Tx packets put aside, txq locked");
         vhost_rx_init();
+        netdev_dpdk_dma_set_users_cb(engine_users);
         ovsthread_once_done(&once);
     }
     host_iommu = iommu;
@@ -952,6 +958,31 @@ copies_inflight(const struct vhost_vq_copies *copies)
     return n;
 }
 
+/* The copies in flight, in every port, of the vrings that dmadev 'dma'
+ * may hold copies of (for netdev-dpdk/dmadev-enable). */
+static unsigned int
+engine_users(int16_t dma)
+{
+    const uint64_t bit = UINT64_C(1) << dma;
+    struct vhost_async *async;
+    unsigned int n = 0;
+
+    ovs_mutex_lock(&async_mutex);
+    LIST_FOR_EACH (async, node, &all_ports) {
+        for (int vr = 0; vr < MAX_VRINGS; vr++) {
+            struct vhost_vq_copies *copies = vq_copies(async, vr);
+            uint64_t mask;
+
+            atomic_read_relaxed(&copies->dma_mask, &mask);
+            if (mask & bit) {
+                n += MAX(copies_inflight(copies), 0);
+            }
+        }
+    }
+    ovs_mutex_unlock(&async_mutex);
+    return n;
+}
+
 /* Packets of vring 'vring' in flight as vhost counts them, or our own
  * count where vhost cannot tell (no channel, or its lock busy).  vhost's
  * count is exact even while a sender is between its submit and updating
@@ -1049,25 +1080,34 @@ cleared(struct vhost_async *async, int vring, struct rte_mbuf **pkts,
     }
 }
 
+/* "txq 3" or "rxq 3", for messages. */
+static const char *
+vq_name(int vring, char buf[16])
+{
+    snprintf(buf, 16, "%s %d", vring % 2 ? "rxq" : "txq", vring / 2);
+    return buf;
+}
+
 /* Clears vring 'vring' until nothing is in flight, from the control path
  * or a vhost callback.  'locked' says that the caller holds vhost's queue
  * lock (the _thread_unsafe variants apply).  Returns false if the engines
- * did not finish in time. */
+ * did not finish by 'deadline' (msec), or at once if every engine that
+ * holds the copies is out of service and has no completion left to give:
+ * a fenced engine's last completions are still taken. */
 static bool
-clear_vq__(struct vhost_async *async, int vid, int vring, bool locked)
+clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
+           long long int deadline)
 {
     struct vhost_vq_copies *copies = vq_copies(async, vring);
-    long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
 
     while (vq_inflight(async, vid, vring, locked) > 0) {
-        uint64_t mask;
+        uint32_t n_cleared = 0;
+        uint64_t engines, reported;
 
-        if (engines_dead(copies)) {
-            /* Nothing will ever complete: no point in waiting. */
-            return false;
-        }
-        atomic_read_relaxed(&copies->dma_mask, &mask);
-        for (; mask; mask = zero_rightmost_1bit(mask)) {
+        atomic_read_relaxed(&copies->dma_mask, &engines);
+        reported = netdev_dpdk_dma_reported(engines);
+        for (uint64_t mask = engines; mask;
+             mask = zero_rightmost_1bit(mask)) {
             struct rte_mbuf *pkts[POLL_BURST];
             int16_t dma = rightmost_1bit_idx(mask);
             uint16_t n = UINT16_MAX;
@@ -1086,8 +1126,17 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked)
                                           NETDEV_DPDK_DMA_VCHAN);
             }
             cleared(async, vring, pkts, n);
+            n_cleared += n;
         }
-        if (time_msec() > deadline) {
+        if (engines_dead(copies)) {
+            /* Stopped engines only give what they finished: take it, then
+             * stop.  (A pass may take only completions of the engine's
+             * other queues, which come first.) */
+            if (!n_cleared
+                && netdev_dpdk_dma_reported(engines) == reported) {
+                return false;
+            }
+        } else if (time_msec() > deadline) {
             return false;
         }
     }
@@ -1098,42 +1147,95 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked)
 }
 
 static bool
-clear_vq(struct vhost_async *async, int vid, int vring, bool locked)
+clear_vq(struct vhost_async *async, int vid, int vring, bool locked,
+         long long int deadline)
 {
     bool done;
 
     if (!(vring % 2)) {
-        return clear_vq__(async, vid, vring, locked);
+        return clear_vq__(async, vid, vring, locked, deadline);
     }
     vhost_rx_lock(async->rx, vring / 2);
-    done = clear_vq__(async, vid, vring, locked);
+    done = clear_vq__(async, vid, vring, locked, deadline);
     vhost_rx_unlock(async->rx, vring / 2);
     return done;
 }
 
-/* "txq 3" or "rxq 3", for messages. */
-static const char *
-vq_name(int vring, char buf[16])
+/* The engines that may hold copies of 'copies' and still have some in
+ * flight: those a clear that gave up must fence.  (All of them if none
+ * says so: the copies are somewhere.) */
+static uint64_t
+stuck_engines(const struct vhost_vq_copies *copies)
 {
-    snprintf(buf, 16, "%s %d", vring % 2 ? "rxq" : "txq", vring / 2);
-    return buf;
+    uint64_t mask, busy;
+
+    atomic_read_relaxed(&CONST_CAST(struct vhost_vq_copies *, copies)
+                        ->dma_mask, &mask);
+    busy = netdev_dpdk_dma_busy(mask);
+    return busy ? busy : mask;
 }
 
-/* Clears every vring of 'async' of the directions in 'dirs_mask'.  Returns the number of copies still in
- * flight when the engines did not finish in time (logged), else 0, and the
- * dmadevs that may hold them in '*stuck' if not NULL. */
+/* Clears vring 'vring' as clear_vq() does, for an event after which vhost
+ * may unmap the memory the copies write (or the guest reuse it): if the
+ * engines do not finish by 'deadline', fences them (they finish or drop
+ * what they hold, and run no copy afterwards) and takes what they
+ * finished.  Returns the copies still in flight then (logged), which can
+ * never complete. */
+static int
+clear_vq_fenced(struct vhost_async *async, int vid, int vring, bool locked,
+                long long int deadline, const char *why)
+{
+    uint64_t stuck;
+    char name[16];
+    int left;
+
+    if (clear_vq(async, vid, vring, locked, deadline)) {
+        return 0;
+    }
+    stuck = stuck_engines(vq_copies(async, vring));
+    netdev_dpdk_dma_retire(stuck, "it did not complete copies in time "
+                           "before vhost-user memory went away");
+    clear_vq(async, vid, vring, locked, deadline);
+    left = MAX(vq_inflight(async, vid, vring, locked), 0);
+    if (left) {
+        VLOG_ERR("%s: %d copies of %s still in flight %d ms after %s: the "
+                 "DMA engine did not complete them and was stopped",
+                 async->name, left, vq_name(vring, name), DRAIN_TIMEOUT_MS,
+                 why);
+    }
+    return left;
+}
+
+/* Clears every vring of 'async' of the directions in 'dirs_mask', all by
+ * one deadline.  If 'fence', the device's memory goes away next: engines
+ * that did not finish in time are fenced first (clear_vq_fenced()).
+ * Returns the number of copies still in flight then (logged), else 0, and
+ * the dmadevs that may hold them in '*stuck' if not NULL. */
 static int
 clear_all(struct vhost_async *async, int vid, unsigned int dirs_mask,
-          const char *why, uint64_t *stuck)
+          const char *why, bool fence, uint64_t *stuck)
 {
+    long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
     int left = 0;
 
     for (int vr = 0; vr < MAX_VRINGS; vr++) {
         struct vhost_vq_copies *copies = vq_copies(async, vr);
 
-        if (vring_in(vr, dirs_mask)
-            && (copies_inflight(copies) > 0 || async->channel[vr])
-            && !clear_vq(async, vid, vr, false)) {
+        if (!vring_in(vr, dirs_mask)
+            || (copies_inflight(copies) <= 0 && !async->channel[vr])) {
+            continue;
+        }
+        if (fence) {
+            int n = clear_vq_fenced(async, vid, vr, false, deadline, why);
+
+            if (n && stuck) {
+                uint64_t mask;
+
+                atomic_read_relaxed(&copies->dma_mask, &mask);
+                *stuck |= mask;
+            }
+            left += n;
+        } else if (!clear_vq(async, vid, vr, false, deadline)) {
             int n = vq_inflight(async, vid, vr, false);
             char name[16];
 
@@ -1941,12 +2043,15 @@ vhost_async_pre_message(int vid, const void *msg_)
     }
     ovs_mutex_lock(&vid_mutex);
     in_mem_table[vid] = msg->request == VHOST_USER_SET_MEM_TABLE;
+    if (in_mem_table[vid]) {
+        /* vhost clears every vring next, one by one: one deadline for
+         * them all. */
+        mem_table_deadline[vid] = time_msec() + DRAIN_TIMEOUT_MS;
+    }
     async = vid_map[vid];
     if (enable_msg && vring < MAX_VRINGS
         && async && async->channel[vring]
         && vq_inflight(async, vid, vring, true) > 0) {
-        char name[16];
-
         if (msg->num && vring_bits[vid]
             && bitmap_is_set(vring_bits[vid], VRING_ON(vring))) {
             COVERAGE_INC(vhost_async_enable_passed_over);
@@ -1954,13 +2059,11 @@ vhost_async_pre_message(int vid, const void *msg_)
                      "its enable, with copies in flight", async->name,
                      vring);
             handled = true;
-        } else if (!clear_vq(async, vid, vring, true)) {
-            VLOG_ERR("%s: %d copies of %s still in flight %d ms after the "
-                     "guest asked to %s its vring: the DMA engine does not "
-                     "complete them", async->name,
-                     vq_inflight(async, vid, vring, true),
-                     vq_name(vring, name), DRAIN_TIMEOUT_MS,
-                     msg->num ? "enable" : "disable");
+        } else {
+            clear_vq_fenced(async, vid, vring, true,
+                            time_msec() + DRAIN_TIMEOUT_MS,
+                            msg->num ? "the guest asked to enable its vring"
+                            : "the guest asked to disable its vring");
         }
     }
     ovs_mutex_unlock(&vid_mutex);
@@ -2041,7 +2144,8 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
     atomic_store_relaxed(&async->vid, -1);
 
     ovs_mutex_lock(&async->lc_mutex);
-    left = clear_all(async, vid, BOTH_DIRS, "the device went away", &stuck);
+    left = clear_all(async, vid, BOTH_DIRS, "the device went away", true,
+                     &stuck);
     reset_queues(async, left, stuck);
     for (int i = 0; i < MAX_TXQ; i++) {
         struct rte_ring *ring = async->txqs[i].ring;
@@ -2118,15 +2222,12 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
     }
 
     async = vid_map[vid];
-    if (!enable && async && vq_inflight(async, vid, vring, true) > 0
-        && !clear_vq(async, vid, vring, true)) {
-        char name[16];
-
-        VLOG_ERR("%s: %d copies of %s still in flight %d ms after the "
-                 "guest disabled its vring: the DMA engine does not "
-                 "complete them", async->name,
-                 vq_inflight(async, vid, vring, true), vq_name(vring, name),
-                 DRAIN_TIMEOUT_MS);
+    if (!enable && async && vq_inflight(async, vid, vring, true) > 0) {
+        clear_vq_fenced(async, vid, vring, true,
+                        (in_mem_table[vid] ? mem_table_deadline[vid]
+                         : time_msec() + DRAIN_TIMEOUT_MS),
+                        in_mem_table[vid] ? "a memory table change"
+                        : "the guest disabled its vring");
     }
 
     if (!forward) {
@@ -2245,7 +2346,8 @@ switch_ready(struct vhost_async *async, int vid, enum copy_dir dir, int cur,
     if (vid < 0) {
         return true;
     }
-    if (clear_all(async, vid, DIR_BIT(dir), "a copy mode change", &stuck)) {
+    if (clear_all(async, vid, DIR_BIT(dir), "a copy mode change", false,
+                  &stuck)) {
         if (stuck & netdev_dpdk_dma_retired()) {
             request_reset(async, rightmost_1bit_idx(stuck));
         }
