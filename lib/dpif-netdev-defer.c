@@ -41,6 +41,9 @@ VLOG_DEFINE_THIS_MODULE(dpif_netdev_defer);
 static atomic_uint recheck_max = RECHECK_MAX_US_DEFAULT;
 static unsigned int recheck_max_us = UINT_MAX;   /* As configured. */
 
+/* other_config:pmd-defer-max-items: the items a list holds at most. */
+static atomic_uint max_items_cfg = DP_DEFER_MAX_ITEMS;
+
 /* The calling thread's current list, set by its PMD thread. */
 DEFINE_STATIC_PER_THREAD_DATA(struct dp_defer *, current_defer, NULL);
 
@@ -89,6 +92,33 @@ dp_defer_count(struct dp_defer *defer, int stat, uint64_t n)
 
 /* Applies other_config:pmd-defer-recheck-max-us.  An invalid value is
  * reported once and changes nothing. */
+/* Applies other_config:pmd-defer-max-items.  An invalid value is reported
+ * once and changes nothing. */
+static void
+dp_defer_set_max_items(const struct smap *other_config)
+{
+    static char *last_value;
+    const char *value = smap_get(other_config, "pmd-defer-max-items");
+    unsigned int n = DP_DEFER_MAX_ITEMS, cur;
+
+    if (nullable_string_is_equal(value, last_value)) {
+        return;
+    }
+    free(last_value);
+    last_value = nullable_xstrdup(value);
+    atomic_read_relaxed(&max_items_cfg, &cur);
+    if (value && (!str_to_uint(value, 10, &n) || !n
+                  || n > DP_DEFER_MAX_ITEMS)) {
+        VLOG_ERR("other_config:pmd-defer-max-items \"%s\" is not a number "
+                 "from 1 to %d; keeping %u", value, DP_DEFER_MAX_ITEMS, cur);
+        return;
+    }
+    if (n != cur) {
+        atomic_store_relaxed(&max_items_cfg, n);
+        VLOG_INFO("Deferred work lists hold at most %u items.", n);
+    }
+}
+
 void
 dp_defer_set_config(const struct smap *other_config)
 {
@@ -96,6 +126,7 @@ dp_defer_set_config(const struct smap *other_config)
     const char *value = smap_get(other_config, "pmd-defer-recheck-max-us");
     unsigned int us = RECHECK_MAX_US_DEFAULT;
 
+    dp_defer_set_max_items(other_config);
     if (nullable_string_is_equal(value, last_value)) {
         return;
     }
@@ -142,15 +173,32 @@ dp_defer_set_current(struct dp_defer *defer)
     *current_defer_get() = defer;
 }
 
-/* Runs ('cb', 'aux', 'qid') until it has nothing in flight. */
-static void
-dp_defer_run_inline(dp_defer_work_cb *cb, void *aux, int qid)
-{
-    uint32_t n;
+/* Copies in flight on the calling thread's DMA engine. */
+static uint64_t (*inflight_probe)(void);
 
-    while (cb(aux, qid, false, &n)) {
-        continue;
+void
+dp_defer_set_inflight_probe(uint64_t (*probe)(void))
+{
+    inflight_probe = probe;
+}
+
+/* The owning thread is about to sleep: counts it if its engine still has
+ * copies of it in flight. */
+void
+dp_defer_sleeping(struct dp_defer *defer)
+{
+    uint64_t n = inflight_probe ? inflight_probe() : 0;
+
+    if (n) {
+        dp_defer_count(defer, DP_DEFER_SLEEPS_INFLIGHT, 1);
+        dp_defer_count(defer, DP_DEFER_SLEEP_COPIES, n);
     }
+}
+
+bool
+dp_defer_has_list(void)
+{
+    return *current_defer_get() != NULL;
 }
 
 static void
@@ -201,18 +249,18 @@ recheck_max_ticks(void)
 /* Records that the calling thread has work in flight for ('aux', 'qid')
  * that 'cb' retires: 'n' more units (0: no units to time, but work that
  * 'cb' must be run for).  The item goes to the thread's current list, once
- * per ('cb', 'aux', 'qid'); without a current list, the work is run
- * inline. */
-void
+ * per ('cb', 'aux', 'qid').  Returns false, doing nothing, if the thread
+ * has no current list or it is full: the work is never run here. */
+bool
 dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
 {
     struct dp_defer *defer = *current_defer_get();
     struct dp_defer_item *item;
+    unsigned int cfg;
     uint64_t now;
 
     if (!defer) {
-        dp_defer_run_inline(cb, aux, qid);
-        return;
+        return false;
     }
 
     now = dp_defer_ticks();
@@ -222,18 +270,18 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
             if (n) {
                 item_add_batch(item, now, n);
             }
-            return;
+            return true;
         }
     }
 
-    if (defer->n_items >= defer->max_items) {
-        /* Full: process the list inline, then, if it is still full, the new
-         * item's work as well. */
-        dp_defer_count(defer, DP_DEFER_INLINE, 1);
+    atomic_read_relaxed(&max_items_cfg, &cfg);
+    if (defer->n_items >= MIN(defer->max_items, cfg)) {
+        /* Full: retire what is done to make room.  The work is never run
+         * here: the caller may hold a lock that the work takes. */
         dp_defer_run(defer);
-        if (defer->n_items >= defer->max_items) {
-            dp_defer_run_inline(cb, aux, qid);
-            return;
+        if (defer->n_items >= MIN(defer->max_items, cfg)) {
+            dp_defer_count(defer, DP_DEFER_INLINE, 1);
+            return false;
         }
     }
 
@@ -247,6 +295,7 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
     }
     item->next_check = next_check(defer, now, now, recheck_max_ticks());
     dp_defer_count(defer, DP_DEFER_QUEUED, 1);
+    return true;
 }
 
 /* Adds 'n' to counter 'stat' of the calling thread's list (or of the
@@ -486,7 +535,7 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
                       "  deferred work items queued: %"PRIu64"\n"
                       "  deferred work items completed: %"PRIu64"\n"
                       "  deferred work re-checks in flight: %"PRIu64"\n"
-                      "  deferred work inline runs (list full): %"PRIu64"\n"
+                      "  deferred work items refused (list full): %"PRIu64"\n"
                       "  deferred work left by a drain: %"PRIu64"\n",
                       s[DP_DEFER_QUEUED], s[DP_DEFER_COMPLETED],
                       s[DP_DEFER_RECHECKS], s[DP_DEFER_INLINE],
@@ -498,6 +547,10 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
                       ? s[DP_DEFER_LAT_SUM] / per_us / s[DP_DEFER_LAT_N]
                       : 0.0,
                       max / per_us, ewma / per_us, s[DP_DEFER_LAT_N]);
+        ds_put_format(reply,
+                      "  sleeps begun with DMA copies in flight: %"PRIu64
+                      " (%"PRIu64" copies)\n",
+                      s[DP_DEFER_SLEEPS_INFLIGHT], s[DP_DEFER_SLEEP_COPIES]);
     }
     atomic_read_explicit(&n_counters, &n, memory_order_acquire);
     for (int i = 0; i < n; i++) {

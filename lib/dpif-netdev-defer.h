@@ -35,6 +35,14 @@ struct smap;
  * exits.  An item whose work is still in flight stays queued; when the list
  * is full, the new item's work is run inline until it is done.
  *
+ * A thread without a list (the main thread, which sends OpenFlow
+ * packet-outs), or whose list is full, gets false from dp_defer_submit():
+ * the work is never run inline, since the caller may hold a lock the work
+ * takes, and must not spin on a DMA engine.  The caller arranges for the
+ * work to be retired by other means (the netdev layer has other pollers).
+ * other_config:pmd-defer-max-items bounds the items of each list (default
+ * and at most DP_DEFER_MAX_ITEMS), to fill one on purpose.
+ *
  * A drain waits only for the units this thread submitted, and at most
  * DP_DEFER_DRAIN_MAX_MS: an engine that stops completing must not hold a
  * PMD reload (and the main thread waiting for it) forever.  The callbacks
@@ -55,7 +63,6 @@ struct smap;
  * calls dp_defer_submit() with a callback that retires finished work and
  * says whether any remains ("work pending").  dpif-netdev makes a PMD's
  * list the calling thread's current list with dp_defer_set_current().
- * A thread without a current list (a non-PMD thread) runs the work inline.
  */
 
 /* Retires what is finished of the work of ('aux', 'qid') and stores the
@@ -71,12 +78,19 @@ enum dp_defer_stat {
     DP_DEFER_QUEUED,        /* Items added to the list. */
     DP_DEFER_COMPLETED,     /* Items whose work finished. */
     DP_DEFER_RECHECKS,      /* Runs of items still in flight. */
-    DP_DEFER_INLINE,        /* Items run inline because the list was full. */
+    DP_DEFER_INLINE,        /* Items refused because the list was full. */
     DP_DEFER_LEFT,          /* Items a drain gave up on (time bound). */
 
     /* Completion latency of submissions, in ticks (dp_defer_ticks()). */
     DP_DEFER_LAT_SUM,       /* Sum over retired submissions. */
     DP_DEFER_LAT_N,         /* Number of retired submissions. */
+
+    /* Sleeps (pmd-maxsleep) that began while the thread's DMA engine still
+     * had copies of it in flight (dp_defer_set_inflight_probe()), and those
+     * copies.  The list keeps a thread awake while its work is in flight:
+     * these say whether anything slips past it. */
+    DP_DEFER_SLEEPS_INFLIGHT,
+    DP_DEFER_SLEEP_COPIES,
     DP_DEFER_N_STATS
 };
 
@@ -133,21 +147,36 @@ void dp_defer_set_config(const struct smap *other_config);
 void dp_defer_init(struct dp_defer *, size_t max_items);
 
 void dp_defer_set_current(struct dp_defer *);
-void dp_defer_submit(dp_defer_work_cb *, void *aux, int qid, uint32_t n);
+/* Queues ('cb', 'aux', 'qid'), with 'n' more units in flight, in the
+ * calling thread's list.  Returns false, doing nothing, if the thread has
+ * no list or it is full. */
+bool dp_defer_submit(dp_defer_work_cb *, void *aux, int qid, uint32_t n);
+/* True if the calling thread has a list (a PMD thread). */
+bool dp_defer_has_list(void);
 void dp_defer_keep_awake(void);
 
 size_t dp_defer_run(struct dp_defer *);
 void dp_defer_drain(struct dp_defer *);
 
+/* Tells the lists how to count the copies in flight on the calling
+ * thread's DMA engine (netdev-dpdk-dma.h), for DP_DEFER_SLEEPS_INFLIGHT. */
+void dp_defer_set_inflight_probe(uint64_t (*)(void));
+void dp_defer_sleeping(struct dp_defer *);
+
 /* Returns true if the owning PMD may sleep now (pmd-maxsleep): nothing is
- * deferred and nobody called dp_defer_keep_awake() since the last call. */
+ * deferred and nobody called dp_defer_keep_awake() since the last call.
+ * The caller sleeps if it returns true. */
 static inline bool
 dp_defer_may_sleep(struct dp_defer *defer)
 {
     bool awake = defer->keep_awake;
 
     defer->keep_awake = false;
-    return !defer->n_items && !awake;
+    if (defer->n_items || awake) {
+        return false;
+    }
+    dp_defer_sleeping(defer);
+    return true;
 }
 
 void dp_defer_clear_stats(struct dp_defer *);

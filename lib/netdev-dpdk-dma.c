@@ -27,6 +27,7 @@
 #include <rte_malloc.h>
 #include <rte_vhost_async.h>
 
+#include "dpif-netdev-defer.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/vlog.h"
 #include "ovs-numa.h"
@@ -68,6 +69,9 @@ DEFINE_STATIC_PER_THREAD_DATA(int, thread_dma, -1);
 
 /* dmadevs taken out of service, a bit per id: read on every burst. */
 static atomic_uint64_t retired_devs = 0;
+
+/* Per dmadev id, its 'lost' for threads that do not hold dma_mutex. */
+static atomic_uint64_t dma_lost[NETDEV_DPDK_DMA_MAX_DEVS];
 
 /* How often the health watch looks at the engines in use. */
 #define DMA_WATCH_INTERVAL_MS 100
@@ -256,6 +260,22 @@ netdev_dpdk_dma_thread_detach(void)
     }
     ovs_mutex_unlock(&dma_mutex);
     *thread_dma_get() = -1;
+}
+
+/* Copies in flight on the calling thread's engine: submitted, not yet
+ * reported complete (nor lost to a restart). */
+static uint64_t
+dma_thread_inflight(void)
+{
+    int id = *thread_dma_get();
+    struct rte_dma_stats st;
+    uint64_t lost;
+
+    if (id < 0 || rte_dma_stats_get(id, NETDEV_DPDK_DMA_VCHAN, &st)) {
+        return 0;
+    }
+    atomic_read_relaxed(&dma_lost[id], &lost);
+    return st.submitted - MIN(st.submitted, st.completed + lost);
 }
 
 int16_t
@@ -562,6 +582,7 @@ dma_enable(struct dma_dev *d)
     /* What it never completed stays lost: the restart forgets it. */
     if (!rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN, &st)) {
         d->lost = st.submitted - MIN(st.submitted, st.completed);
+        atomic_store_relaxed(&dma_lost[d->id], d->lost);
     }
     if (rte_dma_start(d->id)) {
         return xasprintf("dmadev %s cannot be started", d->name);
@@ -629,6 +650,7 @@ netdev_dpdk_dma_init(void)
                                  dma_show, NULL);
         unixctl_command_register("netdev-dpdk/dmadev-enable", "dmadev", 1, 1,
                                  dma_enable_cmd, NULL);
+        dp_defer_set_inflight_probe(dma_thread_inflight);
         dma_swcopy_ctl_init();
         ovsthread_once_done(&once);
     }

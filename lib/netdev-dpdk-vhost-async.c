@@ -41,6 +41,7 @@
 #include "openvswitch/list.h"
 #include "openvswitch/vlog.h"
 #include "ovs-atomic.h"
+#include "ovs-fork-testing.h"
 #include "ovs-thread.h"
 #include "smap.h"
 #include "timeval.h"
@@ -52,12 +53,17 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 COVERAGE_DEFINE(vhost_async_tx_contention);
 COVERAGE_DEFINE(vhost_async_tx_deferred);
 COVERAGE_DEFINE(vhost_async_auto_leaving);
+COVERAGE_DEFINE(vhost_async_tx_no_list);
+COVERAGE_DEFINE(vhost_async_lock_wait_drop);
+COVERAGE_DEFINE(vhost_async_swept);
 COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
 
-/* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue). */
+/* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue) and of
+ * Rx queue 'qid' (the guest's Tx virtqueue). */
 #define TXQ_VRING(QID) ((QID) * 2)
+#define RXQ_VRING(QID) ((QID) * 2 + 1)
 
 /* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
 #define MAX_TXQ 1024
@@ -73,6 +79,11 @@ COVERAGE_DEFINE(vhost_async_enable_passed_over);
 /* How long a control-path drain waits for a DMA engine before giving up
  * (copies still in flight then belong to vhost until the device goes). */
 #define DRAIN_TIMEOUT_MS 2000
+
+/* Longest a sender without a deferred work list (the main thread) waits
+ * for a Tx queue lock before it drops its packets (counted): the lock's
+ * holder is a PMD thread in the middle of a burst, or vhost-txq-hold. */
+#define TXQ_LOCK_WAIT_MAX_MS 100
 
 /* Longest netdev-dpdk/vhost-txq-hold holds a port's Tx queue locks. */
 #define TXQ_HOLD_MAX_MS (10 * 60 * 1000)
@@ -112,8 +123,15 @@ static void ring_rx_work(struct vhost_async *, int vid, int qid);
 static bool ring_enter(struct vhost_async *, int n_txq, bool again);
 static void ring_leave(struct vhost_async *, int vid);
 static bool aside_enter(struct vhost_async *, int n_txq, bool again);
+/* Why packets wait in a Tx queue's ring (set_aside()). */
+enum aside_why {
+    ASIDE_LOCKED,       /* The sender found the queue's lock taken. */
+    ASIDE_LEAVING,      /* 'auto' leaves DMA: copies still in flight. */
+    ASIDE_NO_LIST,      /* A sender without a deferred work list (the main
+                         * thread) found copies in flight. */
+};
 static int set_aside(struct vhost_async *, int qid, struct rte_mbuf **pkts,
-                     int cnt, bool leaving);
+                     int cnt, enum aside_why);
 static bool auto_enter(struct vhost_async *, int n_txq, bool again);
 static void auto_retired(struct vhost_async *, int qid, uint64_t cycles,
                          uint32_t n);
@@ -339,6 +357,12 @@ struct vhost_async_stats {
     atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
     atomic_uint64_t put_aside;      /* Packets put aside by a sender that
                                      * found the txq lock taken. */
+    atomic_uint64_t held_back;      /* Packets that waited in the ring for
+                                     * copies in flight ('auto' leaving DMA,
+                                     * a sender without a work list). */
+    atomic_uint64_t lock_drops;     /* Drops of a sender without a work list
+                                     * that waited too long for a txq lock
+                                     * (vhost-txq-hold). */
     atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
                                      * gone, engine stuck). */
     atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
@@ -381,6 +405,10 @@ struct vhost_async {
     atomic_bool reset_requested;    /* A queue is wedged (see txq_wedged()):
                                      * the next reconfiguration reconnects
                                      * the device. */
+    atomic_bool sweep;              /* Some Tx queue has copies or packets
+                                     * aside that no deferred work list
+                                     * takes care of: the PMDs that poll the
+                                     * port's Rx queues do (sweep_port()). */
     bool refused_logged[N_DIRS];
     bool *channel;                  /* Per vring: async channel registered. */
 
@@ -939,6 +967,14 @@ inflight(struct vhost_async *async, int qid)
     return n;
 }
 
+/* "txq 3" or "rxq 3", for messages. */
+static const char *
+vq_name(int vring, char buf[16])
+{
+    snprintf(buf, 16, "%s %d", vring % 2 ? "rxq" : "txq", vring / 2);
+    return buf;
+}
+
 /* The copies in flight of vring 'vring': a Tx queue's (even) or an Rx
  * queue's (odd). */
 static struct vhost_vq_copies *
@@ -1001,19 +1037,22 @@ vq_inflight(struct vhost_async *async, int vid, int vring, bool locked)
     return n >= 0 ? n : copies_inflight(vq_copies(async, vring));
 }
 
-/* Asks for the device of 'async' to be reset (once): a queue of it is
- * wedged. */
+/* Asks for the device of 'async' to be reset (once): vring 'vring' of it
+ * is wedged. */
 static void
-request_reset(struct vhost_async *async, int qid)
+request_reset(struct vhost_async *async, int vring)
 {
     bool was;
 
     was = atomic_exchange(&async->reset_requested, true);
     if (!was) {
-        VLOG_ERR("%s: txq %d has %d copies in flight on a DMA engine out of "
+        char name[16];
+
+        VLOG_ERR("%s: %s has %d copies in flight on a DMA engine out of "
                  "service, which vhost cannot retire: dropping its packets "
-                 "and resetting the vhost-user connection", async->name, qid,
-                 inflight(async, qid));
+                 "and resetting the vhost-user connection", async->name,
+                 vq_name(vring, name), copies_inflight(vq_copies(async,
+                                                                 vring)));
         netdev_request_reconfigure(async->netdev);
     }
 }
@@ -1053,7 +1092,7 @@ txq_wedged(struct vhost_async *async, int vid, int qid)
         || (!txq_engines_dead(async, qid) && poll_all(async, vid, qid))) {
         return false;
     }
-    request_reset(async, qid);
+    request_reset(async, TXQ_VRING(qid));
     return true;
 }
 
@@ -1078,14 +1117,6 @@ cleared(struct vhost_async *async, int vring, struct rte_mbuf **pkts,
     } else {
         retire(async, &async->txqs[vring / 2], pkts, n);
     }
-}
-
-/* "txq 3" or "rxq 3", for messages. */
-static const char *
-vq_name(int vring, char buf[16])
-{
-    snprintf(buf, 16, "%s %d", vring % 2 ? "rxq" : "txq", vring / 2);
-    return buf;
 }
 
 /* Clears vring 'vring' until nothing is in flight, from the control path
@@ -1461,7 +1492,7 @@ auto_send(struct vhost_async *async, int vid, int qid,
         if (inflight(async, qid) > 0 && txq->ring && !txq->flushing) {
             txq->leaving = true;
             *n_dma = 0;
-            return cnt - set_aside(async, qid, pkts, cnt, true);
+            return cnt - set_aside(async, qid, pkts, cnt, ASIDE_LEAVING);
         }
         if (!auto_drain(async, vid, qid)) {
             path = cur;
@@ -1519,6 +1550,32 @@ auto_format_txq(struct ds *reply, const struct vhost_async *async, int qid)
 
 static bool send_put_aside(struct vhost_async *, const struct copy_mode *,
                            int vid, int qid, bool drain);
+static bool defer_work(void *aux, int qid, bool drain, uint32_t *n_retired);
+
+/* Leaves Tx queue 'qid' of 'async' to the port's sweepers (sweep_port()):
+ * its copies in flight if 'orphaned' (no deferred work list polls them),
+ * and whatever waits in its ring. */
+static void
+leave_to_sweepers(struct vhost_async *async, int qid, bool orphaned)
+{
+    if (orphaned) {
+        atomic_store_relaxed(&async->txqs[qid].orphaned, true);
+    }
+    atomic_store_relaxed(&async->sweep, true);
+}
+
+/* Queues the deferred work of Tx queue 'qid' in the calling thread's list,
+ * 'n' more copies in flight.  A thread without a list (or whose list is
+ * full) leaves the queue to the sweepers: the work is never run inline,
+ * since the caller may hold a lock it takes. */
+static void
+defer_or_sweep(struct vhost_async *async, int qid, uint32_t n)
+{
+    if (!dp_defer_submit(defer_work, async, qid, n)) {
+        COVERAGE_INC(vhost_async_tx_no_list);
+        leave_to_sweepers(async, qid, n > 0);
+    }
+}
 
 /* True if senders put packets aside on Tx queue 'qid' that wait for its
  * lock. */
@@ -1573,12 +1630,13 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
     if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
         /* Nothing will come back: reset the device, even if nothing is
          * sent to the queue any more. */
-        request_reset(async, qid);
+        request_reset(async, TXQ_VRING(qid));
     }
     if (drain) {
         /* The drain is bounded: if it gives up, the queue's next sender
-         * polls what this thread leaves behind. */
-        atomic_store_relaxed(&async->txqs[qid].orphaned, true);
+         * (or the port's Rx poller) polls what this thread leaves
+         * behind. */
+        leave_to_sweepers(async, qid, true);
     }
     return true;
 }
@@ -1654,15 +1712,25 @@ txq_trylock(struct vhost_async *async, rte_spinlock_t *tx_lock)
 }
 
 /* Waits for Tx queue lock 'tx_lock' of 'async', which another thread holds,
- * and takes it. */
-static void
+ * and takes it.  A thread without a deferred work list (the main thread)
+ * gives up after TXQ_LOCK_WAIT_MAX_MS: then returns false. */
+static bool
 txq_lock(struct vhost_async *async, rte_spinlock_t *tx_lock)
 {
+    long long int deadline = LLONG_MAX;
+
     COVERAGE_INC(vhost_async_tx_contention);
-    while (txqs_held(async)) {
+    if (!dp_defer_has_list()) {
+        deadline = time_msec() + TXQ_LOCK_WAIT_MAX_MS;
+    }
+    while (!txq_trylock(async, tx_lock)) {
+        if (deadline != LLONG_MAX && time_msec() > deadline) {
+            COVERAGE_INC(vhost_async_lock_wait_drop);
+            return false;
+        }
         rte_pause();
     }
-    rte_spinlock_lock(tx_lock);
+    return true;
 }
 
 /* Sends up to 'max_bursts' bursts from the ring of Tx queue 'qid' with
@@ -1726,9 +1794,19 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
             }
             if (inflight(async, qid) > 0) {
                 /* 'auto' still leaves DMA: 'pkts' joins what waits. */
-                return cnt ? cnt - set_aside(async, qid, pkts, cnt, true) : 0;
+                return (cnt ? cnt - set_aside(async, qid, pkts, cnt,
+                                              ASIDE_LEAVING)
+                        : 0);
             }
             txq->leaving = false;
+        }
+        if (cnt && !dp_defer_has_list() && inflight(async, qid) > 0) {
+            /* A sender without a work list (the main thread: OpenFlow
+             * packet-outs) has no engine and must not wait for one: its
+             * packets wait in the ring for the copies in flight, and the
+             * queue's next sender or the sweepers send them. */
+            COVERAGE_ADD(vhost_async_tx_no_list, cnt);
+            return cnt - set_aside(async, qid, pkts, cnt, ASIDE_NO_LIST);
         }
         txq->flushing = true;
         *n_dma += send_from_ring(async, vid, qid, mode->send,
@@ -1776,31 +1854,39 @@ put_aside(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock,
         return 0;
     }
     note_tx_lock(async, qid, tx_lock);
-    return set_aside(async, qid, pkts, cnt, false);
+    return set_aside(async, qid, pkts, cnt, ASIDE_LOCKED);
 }
 
 /* Puts what it can of 'pkts' into the ring of Tx queue 'qid', whose lock
  * is known (note_tx_lock()), and queues a work item that sends them if
- * nobody else does.  If 'leaving' ('auto' leaving DMA), frees what does
- * not fit.  Returns the number of packets put aside. */
+ * nobody else does (or leaves them to the sweepers).  Unless the lock was
+ * taken ('why' is ASIDE_LOCKED: the caller then waits for it), frees what
+ * does not fit.  Returns the number of packets put aside. */
 static int
 set_aside(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
-          int cnt, bool leaving)
+          int cnt, enum aside_why why)
 {
     unsigned int n = rte_ring_mp_enqueue_burst(async->txqs[qid].ring,
                                                (void **) pkts, cnt, NULL);
 
     if (n) {
-        if (leaving) {
-            COVERAGE_ADD(vhost_async_auto_leaving, n);
-        } else {
+        switch (why) {
+        case ASIDE_LOCKED:
             COVERAGE_ADD(vhost_async_tx_deferred, n);
+            vhost_stat_add(&async->stats.put_aside, n);
+            dp_defer_counter_add(pmd_put_aside, n);
+            break;
+        case ASIDE_LEAVING:
+            COVERAGE_ADD(vhost_async_auto_leaving, n);
+            vhost_stat_add(&async->stats.held_back, n);
+            break;
+        case ASIDE_NO_LIST:
+            vhost_stat_add(&async->stats.held_back, n);
+            break;
         }
-        vhost_stat_add(&async->stats.put_aside, n);
-        dp_defer_counter_add(pmd_put_aside, n);
-        dp_defer_submit(defer_work, async, qid, 0);
+        defer_or_sweep(async, qid, 0);
     }
-    if (leaving && n < cnt) {
+    if (why != ASIDE_LOCKED && n < cnt) {
         rte_pktmbuf_free_bulk(pkts + n, cnt - n);
     }
     return n;
@@ -1841,7 +1927,7 @@ send_put_aside(struct vhost_async *async, const struct copy_mode *mode,
     locked_send(async, mode, vid, qid, NULL, 0, 0, &retries, &n_dma);
     rte_spinlock_unlock(tx_lock);
     if (n_dma) {
-        dp_defer_submit(defer_work, async, qid, n_dma);
+        defer_or_sweep(async, qid, n_dma);
     }
     /* 'auto' leaving DMA keeps packets aside until its copies are done. */
     return !has_put_aside(async, qid);
@@ -1876,6 +1962,8 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
     }
 
     if (OVS_UNLIKELY(!txq_trylock(async, tx_lock))) {
+        /* What a sender without a work list (the main thread) puts aside
+         * is sent by the port's sweepers once the lock is free. */
         int n = mode->puts_aside ? put_aside(async, qid, tx_lock, pkts, cnt)
                                  : 0;
 
@@ -1885,7 +1973,11 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         /* The ring is full (or there is none): wait. */
         pkts += n;
         cnt -= n;
-        txq_lock(async, tx_lock);
+        if (!txq_lock(async, tx_lock)) {
+            vhost_stat_add(&async->stats.lock_drops, cnt);
+            rte_pktmbuf_free_bulk(pkts, cnt);
+            return cnt;
+        }
     }
     if (mode->puts_aside) {
         note_tx_lock(async, qid, tx_lock);
@@ -1895,7 +1987,7 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
     rte_spinlock_unlock(tx_lock);
 
     if (n_dma && mode->sender_retires) {
-        dp_defer_submit(defer_work, async, qid, n_dma);
+        defer_or_sweep(async, qid, n_dma);
     }
     return dropped;
 }
@@ -1911,7 +2003,7 @@ rx_poll_completions(struct vhost_async *async, int vid, int qid)
             /* This thread polls these copies: it must not sleep. */
             dp_defer_keep_awake();
             if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
-                request_reset(async, qid);
+                request_reset(async, TXQ_VRING(qid));
             }
         }
     }
@@ -1934,12 +2026,51 @@ ring_rx_work(struct vhost_async *async, int vid, int qid)
     rx_poll_completions(async, vid, qid);
 }
 
+/* What no deferred work list takes care of, from the PMDs that poll the
+ * port's Rx queues: copies that a drain left behind or that a thread
+ * without room in its list submitted (polled here), and packets that a
+ * sender without a list put aside (sent here, once the lock is free). */
+static void
+sweep_port(struct vhost_async *async, int vid)
+{
+    const struct copy_mode *mode = mode_of(async);
+    bool again = false;
+
+    if (!atomic_exchange(&async->sweep, false)) {
+        return;
+    }
+    COVERAGE_INC(vhost_async_swept);
+    for (int qid = 0; qid < async->n_txq; qid++) {
+        bool orphaned;
+
+        sweep_orphaned(async, vid, qid);
+        atomic_read_relaxed(&async->txqs[qid].orphaned, &orphaned);
+        if (orphaned
+            || (mode->puts_aside && has_put_aside(async, qid)
+                && !send_put_aside(async, mode, vid, qid, false))) {
+            again = true;
+        }
+    }
+    if (again) {
+        atomic_store_relaxed(&async->sweep, true);
+        dp_defer_keep_awake();
+    }
+}
+
 void
 vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
 {
     const struct copy_mode *mode = mode_of(async);
+    bool sweep;
 
-    if (mode->rx_work && qid < MAX_TXQ && get_vid(async) == vid) {
+    if (qid >= MAX_TXQ || get_vid(async) != vid) {
+        return;
+    }
+    atomic_read_relaxed(&async->sweep, &sweep);
+    if (OVS_UNLIKELY(sweep)) {
+        sweep_port(async, vid);
+    }
+    if (mode->rx_work) {
         mode->rx_work(async, vid, qid);
     }
 }
@@ -1950,15 +2081,27 @@ vhost_async_dequeue(struct vhost_async *async, int vid, int qid,
                     uint16_t count)
 {
     enum vhost_rx_mode mode = get_rx_mode(async);
+    uint16_t n;
 
     if (OVS_UNLIKELY(mode != VHOST_RX_CPU)
         && OVS_UNLIKELY(get_vid(async) != vid || qid >= MAX_TXQ
-                        || !async->channel[2 * qid + 1])) {
+                        || !async->channel[RXQ_VRING(qid)])) {
         /* A new device whose async channels are not registered yet (or a
          * device going away): nothing of it is in flight. */
         mode = VHOST_RX_CPU;
     }
-    return vhost_rx_dequeue(async->rx, mode, vid, qid, mp, pkts, count);
+    n = vhost_rx_dequeue(async->rx, mode, vid, qid, mp, pkts, count);
+    if (OVS_UNLIKELY(!n) && mode != VHOST_RX_CPU) {
+        struct vhost_vq_copies *copies = vhost_rx_copies(async->rx, qid);
+
+        if (copies_inflight(copies) > 0 && engines_dead(copies)) {
+            /* The guest's packets behind copies that only engines out of
+             * service hold can never be received: its transmit queue is
+             * stuck until the device is reset, as a wedged Tx queue's. */
+            request_reset(async, RXQ_VRING(qid));
+        }
+    }
+    return n;
 }
 
 /* ---- Device life cycle -------------------------------------------------- */
@@ -2331,6 +2474,23 @@ mode_to_apply(struct vhost_async *async, enum copy_dir dir, int cur)
     return req;
 }
 
+/* Asks for a reset of the device of 'async' if a vring of the directions
+ * in 'dirs_mask' has copies in flight that only engines out of service
+ * hold. */
+static void
+reset_dead_vring(struct vhost_async *async, unsigned int dirs_mask)
+{
+    for (int vr = 0; vr < MAX_VRINGS; vr++) {
+        struct vhost_vq_copies *copies = vq_copies(async, vr);
+
+        if (vring_in(vr, dirs_mask) && copies_inflight(copies) > 0
+            && engines_dead(copies)) {
+            request_reset(async, vr);
+            return;
+        }
+    }
+}
+
 /* Switches the port to 'req' of 'dir' from 'cur', once nothing of the
  * direction is in flight and its channels are as 'req' needs.  Returns
  * false if it cannot yet (logged; the switch is tried again at the next
@@ -2349,7 +2509,7 @@ switch_ready(struct vhost_async *async, int vid, enum copy_dir dir, int cur,
     if (clear_all(async, vid, DIR_BIT(dir), "a copy mode change", false,
                   &stuck)) {
         if (stuck & netdev_dpdk_dma_retired()) {
-            request_reset(async, rightmost_1bit_idx(stuck));
+            reset_dead_vring(async, DIR_BIT(dir));
         }
         VLOG_WARN_RL(&lc_rl, "%s: keeping %s %s while copies are in flight; "
                      "trying %s again", async->name, dirs[dir].what,
@@ -2500,6 +2660,9 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
         { "ovs_async_tx_cpu_fallbacks",
           vhost_stat_get(&async->stats.cpu_copies) },
         { "ovs_async_tx_put_aside", vhost_stat_get(&async->stats.put_aside) },
+        { "ovs_async_tx_held_back", vhost_stat_get(&async->stats.held_back) },
+        { "ovs_async_tx_lock_wait_drops",
+          vhost_stat_get(&async->stats.lock_drops) },
         { "ovs_async_tx_ring_full_drops",
           vhost_stat_get(&async->stats.ring_full) },
         { "ovs_async_tx_failure_drops",
@@ -2869,11 +3032,13 @@ vhost_async_unixctl_init(void)
                                  "interface", 1, 1, migrate_set, &once);
         unixctl_command_register("netdev-dpdk/vhost-migrate-done",
                                  "interface", 1, 1, migrate_set, NULL);
-        unixctl_command_register("netdev-dpdk/vhost-txq-hold",
-                                 "interface [release-ms]", 1, 2, txq_hold,
-                                 &once);
-        unixctl_command_register("netdev-dpdk/vhost-txq-release",
-                                 "interface", 1, 1, txq_hold, NULL);
+        if (ovs_fork_testing_enabled()) {
+            unixctl_command_register("netdev-dpdk/vhost-txq-hold",
+                                     "interface [release-ms]", 1, 2,
+                                     txq_hold, &once);
+            unixctl_command_register("netdev-dpdk/vhost-txq-release",
+                                     "interface", 1, 1, txq_hold, NULL);
+        }
         ovsthread_once_done(&once);
     }
 }

@@ -156,13 +156,15 @@ def test_adaptive_rechecks(sandbox_factory):
 
 def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
     """pmd-maxsleep lets an idle PMD sleep up to 10 ms; at a low packet rate
-    it sleeps most of the time.  A PMD with copies in flight must not, so
-    sleeping must not make completions slower than a control in the same
-    run: the same traffic with pmd-maxsleep=0 (a PMD that never sleeps),
-    runs interleaved.  (The absolute latency is no measure: it is mostly
-    how soon the engine thread gets CPU0 from the busy-polling guest, 0.2
-    to 1.7 ms depending on the machine's load.  Measured without the guard,
-    the PMD's sleeps added ~2.5 ms.)"""
+    it sleeps most of the time.  A PMD with copies in flight must not: the
+    switch counts the sleeps that begin while the PMD's engine still has
+    copies in flight ("sleeps begun with DMA copies in flight" in
+    pmd-stats-show), and that count must be 0 while the PMD did sleep over
+    a third of the run.  That is the property; the completion latency
+    against a control in the same run (pmd-maxsleep=0, runs interleaved) is
+    printed only: it is mostly how soon the engine thread gets CPU0 from
+    the busy-polling guest, and an idle engine thread parks and takes a
+    wake-up to start, which on a loaded machine varies several-fold."""
     sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
     for mode in ("defer", "auto"):
         if mode == "auto":
@@ -186,8 +188,10 @@ def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
                 pmds = sb.pmd_perf().values()
                 slept = sum(p["sleep_us"] for p in pmds)
                 if maxsleep:
-                    # The PMD did sleep, over a third of the run ...
+                    # The PMD did sleep, over a third of the run, but never
+                    # with copies in flight.
                     assert slept > 2e6 / 3, slept
+                    assert c["sleeps with copies in flight"] == 0, c
                 else:
                     assert slept == 0, slept
                 avg = [p["latency_us"] for p in pmds if p["latency_n"]]
@@ -196,8 +200,6 @@ def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
         lat = {k: sorted(v)[1] for k, v in lat.items()}
         print("%s: completion latency median of 3, never sleeping %.0f us,"
               " sleeping %.0f us" % (mode, lat[0], lat[10000]))
-        # ... but not with copies in flight.
-        assert lat[10000] <= 2 * lat[0] + 250, lat
 
 
 def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):

@@ -28,7 +28,9 @@ copies held in flight on the engine, the clear giving up, copies
 abandoned or executed by the stop, and then the release of the hold,
 which used to make the engine write into unmapped memory (SIGSEGV)."""
 
+import re
 import signal
+import threading
 import time
 
 import pytest
@@ -37,9 +39,9 @@ from ovs_async import traffic
 from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
 
-from test_lifecycle import (ENGINE, baseline, check_recovered, hold_copies,
-                            inflight_total, lifecycle_sandbox, log_count,
-                            start_traffic)
+from test_lifecycle import (ENGINE, baseline, hold_copies, inflight_total,
+                            lifecycle_sandbox, log_count, start_traffic,
+                            stop_guest)
 
 
 def dmadev_state(sb, engine=ENGINE):
@@ -61,7 +63,7 @@ def enable_engine(sb, engine=ENGINE, timeout=20):
 
 def event_gone(sb, g, event):
     """Makes a device go away while the engine holds its copies."""
-    if event == "guest-kill":
+    if event.startswith("guest-kill"):
         g.stop(sig=signal.SIGKILL)
     else:
         sb.del_port("v1")
@@ -75,7 +77,8 @@ def restore(sb, g, event, mode):
         g.stop(sig=signal.SIGKILL)
 
 
-@pytest.mark.parametrize("event", ["guest-kill", "port-delete"])
+@pytest.mark.parametrize("event", ["guest-kill", "guest-kill-flush50",
+                                   "port-delete"])
 @pytest.mark.parametrize("mode", ["v3", "defer"])
 def test_release_after_abandon(sandbox_factory, mode, event):
     """The engine held (no time limit) with copies in flight, the device
@@ -84,7 +87,11 @@ def test_release_after_abandon(sandbox_factory, mode, event):
     vhost unmapped the memory: it runs none of those copies (the switch
     lives, no sanitizer report), and stays out of service until
     dmadev-enable, after which the ports copy on DMA again."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
+    # With tx-flush-interval, packets wait in the PMD's output batches: the
+    # main thread once blocked 17.8 s on this path.
+    flush = "50" if event.endswith("flush50") else "0"
+    sb = lifecycle_sandbox(sandbox_factory, mode,
+                           other_config={"tx-flush-interval": flush})
     base = baseline(sb)
     g = start_traffic(sb)
     time.sleep(1.5)
@@ -175,24 +182,20 @@ def packet_outs(sb, port_no, n):
                  "actions=output:%d" % (ARP, port_no))
 
 
-def test_packet_out_while_auto_leaves_dma(sandbox_factory):
-    """The main thread, which has no deferred work list, sends OpenFlow
-    packet-outs into ports whose auto Tx queues leave a slow engine
-    (dma-swcopy/delay, as in test_auto_keeps_off_an_engine_that_fell_behind).
-    It must stay answered (it used to spin forever on the queue's lock,
-    which it held itself), and every packet-out reaches the guest or is
-    counted as a drop."""
-    sb = sandbox_factory(ports=2, mtu=9000, dma=1, dma_driver="dma_swcopy")
+def leaving_run(sb, n_outs, duration=10):
+    """auto queues leaving a slow engine (dma-swcopy/delay, as in
+    test_auto_keeps_off_an_engine_that_fell_behind), while the main thread
+    sends 'n_outs' packet-outs into v0 under the watch.  Returns the
+    verified run and the packet-outs' count: those that reached the guest
+    plus the drops the switch counted beyond the generator's lost
+    frames."""
     sb.set_copy_mode("auto")
     sb.swcopy("delay", ENGINE, 200)
     result = {}
-    n_outs = 300
-
-    import threading
 
     def run():
         result["run"] = traffic.loop_run(
-            sb, size=1518, duration=14,
+            sb, size=1518, duration=duration,
             extra=["--rate", 40000, "--burst", 1])
     t = threading.Thread(target=run)
     t.start()
@@ -206,11 +209,201 @@ def test_packet_out_while_auto_leaves_dma(sandbox_factory):
         probe.finish()
     finally:
         t.join(120)
-    run = result["run"]
+    run = traffic.check(result["run"])
     foreign = run["guest"]["foreign"]
-    # Drops the switch counted beyond the generator's lost frames.
     dropped = max(0, run["switch_dropped"] - run["guest"]["lost"])
     print("packet-outs: %d sent, %d reached the guest, %d more drops"
           % (n_outs, foreign, dropped))
-    assert foreign + dropped >= n_outs, (foreign, dropped)
-    traffic.check(run)
+    return run, foreign + dropped
+
+
+def test_packet_out_while_auto_leaves_dma(sandbox_factory):
+    """The main thread, which has no deferred work list, sends OpenFlow
+    packet-outs into a port whose auto Tx queue is leaving DMA with copies
+    in flight.  It used to run the queue's work inline, under the queue's
+    lock that it held itself, and spin forever.  Now it must stay
+    answered, and every packet-out reaches the guest once the copies are
+    done.  The state is made on purpose: auto pinned to DMA (threshold 64
+    B), the engine held with copies in flight, then the threshold raised
+    above the frame size, so that the queue leaves DMA and stays leaving
+    until the engine is released."""
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
+                         other_config={"vhost-copy-auto-threshold": "64"})
+    sb.set_copy_mode("auto")
+    g = sb.start_guest([("v0", "sink"), ("v1", "gen")],
+                       ["--size", 512, "--rate", 100, "--duration", 60,
+                        "--wait-link", 60, "--progress", 0, "--warmup", 0])
+    traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
+    time.sleep(1)
+    probe = Responsiveness(sb)
+    probe.start()
+    hold_copies(sb, n=16)
+    leaving = sb.coverage("vhost_async_auto_leaving")
+    sb.vsctl("set", "Open_vSwitch", ".",
+             "other_config:vhost-copy-auto-threshold=4096")
+    wait_until(lambda: sb.coverage("vhost_async_auto_leaving") > leaving,
+               10, "the queue did not leave DMA")
+    no_list = sb.coverage("vhost_async_tx_no_list")
+    # Few enough that what waits aside (with the generator's frames) fits
+    # the guest's vring when it goes out at once.
+    n_outs = 20
+    packet_outs(sb, 1, n_outs)
+    # The main thread met the copies in flight (coverage counters are
+    # summed once a second).
+    wait_until(lambda: sb.coverage("vhost_async_tx_no_list") > no_list, 5,
+               "the main thread never met the queue leaving DMA")
+    sb.swcopy("release", ENGINE)
+    probe.finish()
+    time.sleep(1.5)
+    res = stop_guest(g)
+    print("packet-outs: %d sent, %d reached the guest; %d frames lost"
+          % (n_outs, res["foreign"], res["lost"]))
+    assert res["foreign"] == n_outs, res
+    assert res["lost"] == 0 and res["reordered"] == 0, res
+
+
+def test_full_work_list_while_auto_leaves_dma(sandbox_factory):
+    """auto queues leaving a slow engine while the main thread sends
+    packet-outs, with the PMD's deferred work list filled on purpose
+    (other_config:pmd-defer-max-items=1: v0's and v1's queues need two
+    items).  A PMD whose list is full used to run the work inline under the
+    queue's lock, as the main thread did; now the port's Rx poller sweeps
+    what no list takes, and traffic stays verified."""
+    sb = sandbox_factory(ports=2, mtu=9000, dma=1, dma_driver="dma_swcopy",
+                         other_config={"pmd-defer-max-items": "1"})
+    n_outs = 100
+    _, accounted = leaving_run(sb, n_outs)
+    assert accounted >= n_outs, accounted
+    refused = sb.pmd_counters()["deferred work items refused (list full)"]
+    assert refused > 0, sb.pmd_counters()
+    wait_until(lambda: sb.coverage("vhost_async_swept") > 0, 5,
+               "nothing was swept")
+
+
+@pytest.mark.parametrize("mode", ["v3", "defer", "auto"])
+def test_packet_out_into_held_txq(sandbox_factory, mode):
+    """The main thread sends packet-outs into a port whose Tx queue locks
+    are held (vhost-txq-hold, no time limit): it used to wait for the lock
+    for good, so that vhost-txq-release could never run.  Now it stays
+    answered: in defer and auto it puts its packets aside, and the port's
+    Rx poller sends them once the lock is released; in v3 (no ring) it
+    gives up on the lock after a bound and drops, counted.  Every
+    packet-out is accounted for."""
+    sb = lifecycle_sandbox(sandbox_factory, mode)
+    # A guest that sends a little from v1 to v0: what reaches v0 that is
+    # not its own traffic ("foreign") is the packet-outs.
+    g = sb.start_guest([("v0", "sink"), ("v1", "gen")],
+                       ["--size", 512, "--rate", 1000, "--duration", 30,
+                        "--wait-link", 60, "--progress", 0, "--warmup", 0])
+    traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
+    probe = Responsiveness(sb)
+    probe.start()
+    n_outs = 20
+    sb.appctl("netdev-dpdk/vhost-txq-hold", "v0")
+    packet_outs(sb, 1, n_outs)
+    probe.finish()
+    sb.appctl("netdev-dpdk/vhost-txq-release", "v0")
+    time.sleep(1.5)
+    res = stop_guest(g)
+    lock_drops = sb.coverage("vhost_async_lock_wait_drop")
+    print("%s: %d packet-outs, %d reached the guest, %d lock-wait drops"
+          % (mode, n_outs, res["foreign"], lock_drops))
+    assert res["foreign"] + lock_drops >= n_outs, (res, lock_drops)
+    if mode == "v3":
+        # No ring to put packets aside: the main thread gave up on the
+        # lock, each time after its bound.
+        assert lock_drops == n_outs, lock_drops
+    else:
+        # Put aside, and sent once the lock was free.
+        assert res["foreign"] == n_outs, res
+
+
+def test_rx_engine_error(sandbox_factory):
+    """Rx copies (vhost-rx-copy-mode=dma, Tx cpu) behind a copy that fails
+    (dma-swcopy/fail): vhost never completes it nor any later one of the
+    engine, so the guest's transmit queue never gets its descriptors back.
+    The Rx queue must be reset as a wedged Tx queue is (it was not: the
+    guest could never send again), its copies abandoned and counted, and
+    the port must carry verified traffic again, its Rx copied on the
+    CPU."""
+    sb = lifecycle_sandbox(sandbox_factory, "cpu")
+    sb.set_rx_copy_mode("dma")
+    baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+    probe = Responsiveness(sb)
+    probe.start()
+    sb.swcopy("fail", ENGINE, 1)
+
+    def resets():
+        out = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+        return sum(int(n) for n in re.findall(
+            r"resets for a failed DMA engine: (\d+)", out))
+    wait_until(lambda: log_count(sb, "copies in flight on a DMA engine out "
+                                 "of service") and resets(), 20,
+               lambda: (sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+                        sb.swcopy_state(ENGINE)), interval=0.2)
+    assert "copies failed: 1 (1 on purpose)" in sb.swcopy("show", ENGINE)
+    assert log_count(sb, "rxq 0 has") >= 1
+    res = stop_guest(g)
+    assert res["reordered"] == 0, res
+    probe.finish()
+    print("Rx engine error: %d resets, abandoned %s" % (resets(),
+                                                        sb.abandoned()))
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    counters = sb.pmd_counters()
+    assert counters["DMA Rx copies submitted"] == 0, counters
+    assert counters["DMA Rx CPU fallbacks"] > 0, counters
+
+
+@pytest.mark.parametrize("event", ["mem-table", "port-delete"])
+def test_one_deadline_per_device_event(sandbox_factory, event):
+    """Four queue pairs (Tx defer, Rx dma) with copies held on at least 4
+    vrings by an engine that does not come back, then a memory table
+    change (the guest grows its memory: vhost clears each vring in turn,
+    with the queue locks held) or the port's delete (the main thread
+    clears them).  The clears share one deadline (2 s) and the engine is
+    fenced once: the event takes about one deadline, not 2 s per vring,
+    and the main thread stays answered."""
+    sb = lifecycle_sandbox(sandbox_factory, "defer")
+    sb.set_rx_copy_mode("dma")
+    g = sb.start_guest([("v0", "gen+sink", 4), ("v1", "loop", 4)],
+                       ["--size", 512, "--duration", 60, "--wait-link", 60,
+                        "--progress", 0, "--warmup", 0])
+    traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
+    time.sleep(1.5)
+    probe = Responsiveness(sb)
+    probe.start()
+
+    def v0_vrings(sb):
+        """v0's copies in flight, once 4 of its vrings have some (its 4 Rx
+        queues, where the guest generates)."""
+        tx = sb.txq_inflight().get("v0", {})
+        rx = sb.rxq_inflight().get("v0", {})
+        busy = [q for q in tx.values() if q] + [q for q in rx.values() if q]
+        return sum(busy) if len(busy) >= 4 else 0
+    held = hold_copies(sb, n=64, count=v0_vrings)
+    start = time.time()
+    if event == "mem-table":
+        before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
+        g.proc.send_signal(signal.SIGUSR2)
+        # The guest goes on once vhost answered both ports' new tables.
+        wait_until(lambda: g.log_has("memory grown by 64 MB"), 60,
+                   lambda: g.log_tail())
+        assert log_count(sb, "read message VHOST_USER_SET_MEM_TABLE") \
+            >= before + 2
+    else:
+        sb.del_port("v0")
+    took = time.time() - start
+    wait_until(lambda: log_count(sb, "dmadev %s stopped" % ENGINE), 10,
+               "the engine was not stopped")
+    probe.finish()
+    print("%s with %d copies held on 4 queue pairs: %.1f s, main thread's "
+          "worst answer %.1f s" % (event, held, took, probe.worst))
+    assert sb.vswitchd_alive()
+    # One deadline (2 s) plus the fence, with a wide margin; a deadline
+    # per vring would be 8 s or more.
+    assert took < 6, took
+    assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
+    g.stop(sig=signal.SIGKILL)

@@ -28,6 +28,12 @@ def pmd_counters(text):
                          r"auto mode (?:Rx )?CPU copies): (\d+)$", text,
                          re.M):
         sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
+    # "sleeps begun with DMA copies in flight: N (M copies)"
+    for m in re.finditer(r"^\s+sleeps begun with DMA copies in flight: "
+                         r"(\d+) \((\d+) copies\)$", text, re.M):
+        for key, value in (("sleeps with copies in flight", m.group(1)),
+                           ("copies in flight at sleeps", m.group(2))):
+            sums[key] = sums.get(key, 0) + int(value)
     return sums
 
 
