@@ -7,7 +7,9 @@
 lib_libopenvswitch_la_SOURCES += \
 	lib/dpif-netdev-defer.c \
 	lib/dpif-netdev-defer.h \
-	lib/ovs-fork.h
+	lib/ovs-fork.h \
+	lib/ovs-fork-testing.c \
+	lib/ovs-fork-testing.h
 
 if DPDK_NETDEV
 lib_libopenvswitch_la_SOURCES += \

@@ -26,6 +26,7 @@
 #include "dma-swcopy.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/vlog.h"
+#include "ovs-fork-testing.h"
 #include "ovs-thread.h"
 #include "unixctl.h"
 #include "util.h"
@@ -205,14 +206,18 @@ dma_swcopy_ctl_init(void)
     static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
 
     if (ovsthread_once_start(&once)) {
-        unixctl_command_register("dma-swcopy/hold", "engine [release-ms]",
-                                 1, 2, hold_cmd, NULL);
-        unixctl_command_register("dma-swcopy/release", "engine", 1, 1,
-                                 release_cmd, NULL);
-        unixctl_command_register("dma-swcopy/fail", "engine n-copies", 2, 2,
-                                 fail_cmd, NULL);
-        unixctl_command_register("dma-swcopy/delay", "engine us", 2, 2,
-                                 delay_cmd, NULL);
+        /* Fault injection is a testing aid (--enable-dummy). */
+        if (ovs_fork_testing_enabled()) {
+            unixctl_command_register("dma-swcopy/hold",
+                                     "engine [release-ms]", 1, 2, hold_cmd,
+                                     NULL);
+            unixctl_command_register("dma-swcopy/release", "engine", 1, 1,
+                                     release_cmd, NULL);
+            unixctl_command_register("dma-swcopy/fail", "engine n-copies",
+                                     2, 2, fail_cmd, NULL);
+            unixctl_command_register("dma-swcopy/delay", "engine us", 2, 2,
+                                     delay_cmd, NULL);
+        }
         unixctl_command_register("dma-swcopy/show", "[engine]", 0, 1,
                                  show_cmd, NULL);
         ovsthread_once_done(&once);

@@ -403,9 +403,13 @@ vhost_auto_record(struct vhost_auto *a, enum vhost_auto_path path,
 
     update_rate(a, now, cnt);
     if (path == VHOST_AUTO_DMA
-        && (delivered < cnt || backlog > VHOST_AUTO_BACKLOG_MAX)) {
-        /* The engine drops or falls behind this queue: DMA loses, and this
-         * rate is what it can take for now. */
+        && (backlog > VHOST_AUTO_BACKLOG_MAX
+            || (delivered < cnt && backlog > VHOST_AUTO_BACKLOG_MAX / 4))) {
+        /* The engine falls behind this queue, or drops because its copies
+         * in flight hold the guest's vring: DMA loses, and this rate is
+         * what it can take for now.  (Drops with few copies in flight are
+         * a guest that does not take its packets, as on the CPU path: the
+         * engine is not charged for them.) */
         counter_inc(&a->saturated);
         atomic_store_relaxed(&a->cost[path][cls], COST_BAD);
         a->dma_cap[cls] = MAX(a->rate, 1);

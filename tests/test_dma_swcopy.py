@@ -110,3 +110,44 @@ def test_worker_on_a_pmd_core_is_refused_loudly(sandbox_factory):
         log = f.read()
     assert ("dma_swcopy worker runs on CPU 1, which is also a PMD "
             "thread's core") in log
+
+
+def test_timed_hold_ends_while_idle(sandbox_factory):
+    """A timed hold ends at its time even if the engine never had work
+    meanwhile (it used to stay held until a copy came), and a new hold
+    right after an expired one is a hold of its own."""
+    import time
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
+    engine = "dma_swcopy0"
+    sb.swcopy("hold", engine, 300)
+    state = sb.swcopy_state(engine)
+    assert state["held"].startswith("yes (released in"), state
+    time.sleep(1)
+    state = sb.swcopy_state(engine)
+    assert state["held"] == "no", state
+    assert state["copies submitted"] == "0", state
+    holds = int(state["holds"])
+    sb.swcopy("hold", engine)
+    state = sb.swcopy_state(engine)
+    assert state["held"] == "yes" and int(state["holds"]) == holds + 1, state
+    sb.swcopy("release", engine)
+    assert sb.swcopy_state(engine)["held"] == "no"
+
+
+def test_testing_aids_only_with_enable_dummy(sandbox_factory):
+    """A switch started as production starts it (no --enable-dummy) has no
+    fault injection nor lock holding; the diagnostics and dmadev-enable
+    remain.  With --enable-dummy (every other test) they are there."""
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
+                         testing_aids=False)
+    assert "--enable-dummy" not in sb.vswitchd_args
+    commands = sb.appctl("list-commands")
+    for aid in ("dma-swcopy/hold", "dma-swcopy/release", "dma-swcopy/fail",
+                "dma-swcopy/delay", "netdev-dpdk/vhost-txq-hold",
+                "netdev-dpdk/vhost-txq-release", "time/warp"):
+        assert aid not in commands, aid
+    for cmd in ("dma-swcopy/show", "netdev-dpdk/dmadev-show",
+                "netdev-dpdk/dmadev-enable"):
+        assert cmd in commands, cmd
+    r = sb.appctl_result("dma-swcopy/hold", "dma_swcopy0")
+    assert r.returncode != 0 and "is not a valid command" in r.stderr, r

@@ -199,14 +199,15 @@ class Sandbox(object):
     which EAL then probes, instead.  huge: "auto" (hugepages when they can
     be allocated, else --no-huge), True or False.  topology: "loop"
     (v0<->v1, v2<->v3, ...), "none" or a list of OpenFlow flows.
-    vswitchd_args: further options of ovs-vswitchd ("--enable-dummy" for
-    the time/warp command)."""
+    vswitchd_args: further options of ovs-vswitchd.  testing_aids: start
+    ovs-vswitchd with --enable-dummy (the default), which registers the
+    fork's testing aids and time/warp."""
 
     def __init__(self, ports=2, pmd_cpus=(1,), dma=0, huge="auto",
                  topology="loop", mtu=None, other_config=None,
                  guest_cpu=0, name=None, log=None, keep=False,
                  dma_driver="dma_skeleton", dma_cpus=None,
-                 vswitchd_args=()):
+                 vswitchd_args=(), testing_aids=True):
         if not isinstance(ports, int) or not 1 <= ports <= 64:
             raise SandboxError("ports must be 1 to 64, not %r" % (ports,))
         ncpu = os.cpu_count() or 1
@@ -250,7 +251,12 @@ class Sandbox(object):
         self.mtu = mtu
         self.other_config = dict(other_config or {})
         self.guest_cpu = guest_cpu
+        # --enable-dummy registers the fork's testing aids (dma-swcopy/hold,
+        # netdev-dpdk/vhost-txq-hold, ...) and time/warp: a sandbox is a
+        # test bed.  testing_aids=False starts a switch as production does.
         self.vswitchd_args = list(vswitchd_args)
+        if testing_aids and "--enable-dummy" not in self.vswitchd_args:
+            self.vswitchd_args.append("--enable-dummy")
         self.log = log or (lambda msg: None)
         self.keep = keep
         self.name = name or "ovsa%d" % os.getpid()
