@@ -33,6 +33,7 @@
 #include "ovs-numa.h"
 #include "ovs-rcu.h"
 #include "ovs-thread.h"
+#include "smap.h"
 #include "timeval.h"
 #include "unixctl.h"
 #include "util.h"
@@ -55,6 +56,11 @@ struct dma_dev {
     int stop_error;             /* What rte_dma_stop() said, if it failed. */
     uint64_t lost;              /* Copies it never completed, in the stats
                                  * of its past lives (dmadev-enable). */
+    uint64_t seen_completed;    /* Health watch: completions when it last
+                                 * looked, and when they last moved (or the
+                                 * engine had nothing to do). */
+    long long int progress_ms;
+    unsigned int n_stalls;      /* Times it went out of service for that. */
     uint16_t nb_desc;
 };
 
@@ -78,6 +84,12 @@ static atomic_uint64_t dma_lost[NETDEV_DPDK_DMA_MAX_DEVS];
 
 /* How long dmadev-enable waits for its test copy. */
 #define DMA_TEST_COPY_MS 100
+
+/* other_config:dma-stall-timeout: an engine with copies outstanding that
+ * completes none for this long goes out of service (0: never). */
+#define DMA_STALL_TIMEOUT_DEFAULT_MS 1000
+#define DMA_STALL_TIMEOUT_MAX_MS 3600000
+static atomic_uint stall_timeout_ms = DMA_STALL_TIMEOUT_DEFAULT_MS;
 
 static void dma_watch_start(void);
 
@@ -394,26 +406,90 @@ netdev_dpdk_dma_set_users_cb(unsigned int (*cb)(int16_t id))
  * completes for vhost.  A vchan that says it halted on an error is taken
  * out of service at once; its queues then reset their devices (see
  * netdev-dpdk-vhost-async.c). */
+/* True if 'd', which has copies it did not execute yet ('active'), has
+ * completed none for the stall timeout.  An engine with nothing to do is
+ * never stalled. */
+static bool
+dma_stalled(struct dma_dev *d, bool active, long long int now)
+    OVS_REQUIRES(dma_mutex)
+{
+    struct rte_dma_stats st;
+    unsigned int timeout;
+
+    atomic_read_relaxed(&stall_timeout_ms, &timeout);
+    if (rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN, &st)) {
+        return false;
+    }
+    if (!active || st.completed != d->seen_completed || !timeout) {
+        d->seen_completed = st.completed;
+        d->progress_ms = now;
+        return false;
+    }
+    return now - d->progress_ms >= timeout;
+}
+
+/* The health watch: an engine whose vchan halted on an error, and one that
+ * completes nothing while it has copies to do (a hung device, or
+ * dma_swcopy held on purpose), go out of service.  Nothing else would
+ * notice the second before a clear times out, and meanwhile its queues
+ * would stall. */
 static void
 dma_watch_run(void)
 {
-    uint64_t halted = 0;
+    long long int now = time_msec();
+    uint64_t halted = 0, stalled = 0;
 
     ovs_mutex_lock(&dma_mutex);
     for (int i = 0; i < n_dma_devs; i++) {
         struct dma_dev *d = &dma_devs[i];
         enum rte_dma_vchan_status st;
 
-        if (d->ready && !d->retired
-            && !rte_dma_vchan_status(d->id, NETDEV_DPDK_DMA_VCHAN, &st)
-            && st == RTE_DMA_VCHAN_HALTED_ERROR) {
+        if (!d->ready || d->retired
+            || rte_dma_vchan_status(d->id, NETDEV_DPDK_DMA_VCHAN, &st)) {
+            continue;
+        }
+        if (st == RTE_DMA_VCHAN_HALTED_ERROR) {
             halted |= UINT64_C(1) << d->id;
+        } else if (dma_stalled(d, st == RTE_DMA_VCHAN_ACTIVE, now)) {
+            d->n_stalls++;
+            stalled |= UINT64_C(1) << d->id;
         }
     }
     ovs_mutex_unlock(&dma_mutex);
     netdev_dpdk_dma_retire(halted, "a copy failed, and vhost does not "
                            "handle DMA errors: that copy and every later "
                            "one on this engine never complete");
+    netdev_dpdk_dma_retire(stalled, "it completed no copy for "
+                           "other_config:dma-stall-timeout with copies "
+                           "outstanding");
+}
+
+void
+netdev_dpdk_dma_set_config(const struct smap *ovs_other_config)
+{
+    static char *last_value;
+    const char *value = smap_get(ovs_other_config, "dma-stall-timeout");
+    unsigned int ms = DMA_STALL_TIMEOUT_DEFAULT_MS, cur;
+
+    if (nullable_string_is_equal(value, last_value)) {
+        return;
+    }
+    free(last_value);
+    last_value = nullable_xstrdup(value);
+    atomic_read_relaxed(&stall_timeout_ms, &cur);
+    if (value && (!str_to_uint(value, 10, &ms)
+                  || ms > DMA_STALL_TIMEOUT_MAX_MS)) {
+        VLOG_ERR("other_config:dma-stall-timeout \"%s\" is not a number of "
+                 "milliseconds from 0 to %d; keeping %u", value,
+                 DMA_STALL_TIMEOUT_MAX_MS, cur);
+        return;
+    }
+    if (ms != cur) {
+        atomic_store_relaxed(&stall_timeout_ms, ms);
+        VLOG_INFO("DMA engines that complete nothing for %u ms with copies "
+                  "outstanding go out of service%s", ms,
+                  ms ? "" : " (never: 0)");
+    }
 }
 
 static void *
@@ -461,6 +537,10 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
             ds_put_format(&reply, "pmd core %d\n", d->owner);
         } else {
             ds_put_cstr(&reply, d->failed ? "unusable\n" : "free\n");
+        }
+        if (d->n_stalls) {
+            ds_put_format(&reply, "  stalls: %u (completed nothing for "
+                          "other_config:dma-stall-timeout)\n", d->n_stalls);
         }
         if (d->retired) {
             ds_put_format(&reply, "  state: out of service (%s), %s; "

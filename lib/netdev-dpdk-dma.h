@@ -55,6 +55,13 @@ int16_t netdev_dpdk_dma_get(void);
  * an engine, which it refuses while ports still count copies on it. */
 void netdev_dpdk_dma_retire(uint64_t mask, const char *why);
 
+struct smap;
+
+/* Applies other_config:dma-stall-timeout (ms, default 1000, 0: off): an
+ * engine with copies outstanding that completes none for that long is
+ * taken out of service by the health watch, and fenced. */
+void netdev_dpdk_dma_set_config(const struct smap *ovs_other_config);
+
 /* The dmadevs in 'mask' that have copies they did not execute yet (or a
  * failed one not collected). */
 uint64_t netdev_dpdk_dma_busy(uint64_t mask);

@@ -703,6 +703,7 @@ void
 vhost_async_set_default(const struct smap *ovs_other_config)
 {
     vhost_auto_set_config(ovs_other_config);
+    netdev_dpdk_dma_set_config(ovs_other_config);
     ovs_mutex_lock(&async_mutex);
     for (int d = 0; d < N_DIRS; d++) {
         const char *value = smap_get(ovs_other_config, dirs[d].key);

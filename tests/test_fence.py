@@ -407,3 +407,47 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
     assert took < 6, took
     assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
     g.stop(sig=signal.SIGKILL)
+
+
+@pytest.mark.parametrize("mode", ["defer", "v3"])
+def test_stalled_engine_watchdog(sandbox_factory, mode):
+    """An engine that simply stops completing, without reporting an error
+    (held, no time limit), while the guest stays connected: the health
+    watch notices it after other_config:dma-stall-timeout (500 ms here),
+    fences it (its held copies are dropped, never executed), logs it once,
+    and the queues behind it are reset onto the CPU; nothing waits for a
+    clear to time out.  Releasing the hold afterwards changes nothing."""
+    sb = lifecycle_sandbox(sandbox_factory, mode,
+                           other_config={"dma-stall-timeout": "500"})
+    baseline(sb)
+    g = start_traffic(sb)
+    time.sleep(1.5)
+    probe = Responsiveness(sb)
+    probe.start()
+    held = hold_copies(sb, n=64)
+    wait_until(lambda: log_count(sb, "taken out of service: it completed no "
+                                 "copy for other_config:dma-stall-timeout"),
+               10, lambda: sb.appctl("netdev-dpdk/dmadev-show"),
+               interval=0.1)
+
+    def reset_done():
+        modes = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+        return ("on a DMA engine out of service" not in modes
+                and sum(sb.abandoned().values()) > 0)
+    wait_until(reset_done, 20, lambda: sb.appctl(
+        "netdev-dpdk/vhost-copy-mode-get"), interval=0.2)
+    assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
+    assert "stalls: 1 (completed nothing" in dmadev_state(sb)
+    sb.swcopy("release", ENGINE)
+    time.sleep(0.5)
+    assert sb.vswitchd_alive()
+    state = sb.swcopy_state(ENGINE)
+    assert int(state["copies dropped by a stop"]) > 0, (held, state)
+    res = stop_guest(g)
+    assert res["reordered"] == 0, res
+    probe.finish()
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] == 0, counters
+    assert counters["DMA CPU fallbacks"] > 0, counters

@@ -365,6 +365,11 @@ class Sandbox(object):
                 self.dma_driver, i, self.dma_cpus[i % len(self.dma_cpus)]))
         oc = {"dpdk-init": "true", "dpdk-extra": " ".join(extra),
               "pmd-cpu-mask": "0x%x" % sum(1 << c for c in self.pmd_cpus)}
+        if self.vswitchd_args.count("--enable-dummy"):
+            # Tests hold engines on purpose for seconds: the watchdog of
+            # engines that complete nothing (default 1 s) waits a minute,
+            # unless a test asks otherwise.
+            oc["dma-stall-timeout"] = "60000"
         oc.update(self.other_config)
         self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
                    *["other_config:%s=%s" % (k, json.dumps(v))
