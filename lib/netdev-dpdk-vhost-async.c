@@ -1793,6 +1793,17 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
             if (inflight(async, qid) > 0) {
                 poll_all(async, vid, qid);
             }
+            if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
+                /* Copies that an engine out of service holds never
+                 * complete: the queue would leave DMA never, and put
+                 * everything aside for good.  Its device is reset;
+                 * meanwhile what waits and what comes is dropped,
+                 * counted. */
+                send_from_ring(async, vid, qid, mode->send,
+                               RING_SIZE / POLL_BURST);
+                txq->leaving = false;
+                return cnt ? drop_wedged(async, pkts, cnt) : 0;
+            }
             if (inflight(async, qid) > 0) {
                 /* 'auto' still leaves DMA: 'pkts' joins what waits. */
                 return (cnt ? cnt - set_aside(async, qid, pkts, cnt,

@@ -43,7 +43,20 @@ ENGINE = "dma_swcopy0"
 MODES = list(COPY_MODES)
 RX_MODES = list(RX_COPY_MODES)
 EVENTS = ["port-readd", "guest-kill", "guest-restart", "pmd-mask",
-          "rxq-rebalance", "tx-flush", "mem-table", "none"]
+          "rxq-rebalance", "tx-flush", "mem-table", "packet-outs",
+          "engine-abandoned", "engine-stall", "engine-fail", "none"]
+
+# The engine events take it out of service on purpose (held past the
+# clear's deadline with its guest killed, then released; held with the
+# guest connected until the stall watchdog fires; a failed copy), then
+# bring it back with dmadev-enable.  What they abandon is counted apart:
+# those copies' mbufs stay with vhost 22.11.
+ENGINE_EVENTS = {"engine-abandoned", "engine-stall", "engine-fail"}
+
+# An ARP request from 198.18.0.1 for 198.18.0.2: the main thread's
+# packet-outs, which the guest counts as not its own ("foreign").
+ARP = ("ffffffffffff020000000001080600010800060400010200000000"
+       "01c6120001000000000000c6120002")
 
 # Copies in flight that a held event waits for (at most HOLD_WAIT_S), and
 # how long after that the engine resumes by itself.
@@ -84,6 +97,8 @@ class Soak(object):
             "guests_killed": 0, "corrupted": 0,
             "duplicates": 0, "misdelivered": 0, "reordered": 0,
             "leaked_mbufs": 0, "abandoned_copies": 0,
+            "abandoned_on_purpose": 0, "engine_restarts": 0,
+            "packet_outs": 0, "packet_outs_received": 0,
             "worst_answer_s": 0.0, "vswitchd_alive": True, "elapsed_s": 0,
         }
 
@@ -132,6 +147,7 @@ class Soak(object):
         s["frames_verified"] += res["rx_pkts"]
         s["frames_sent"] += res["tx_pkts"]
         s["frames_lost_counted"] += res["lost"]
+        s["packet_outs_received"] += res["foreign"]
         for key in ("corrupted", "duplicates", "misdelivered", "reordered"):
             s[key] += res[key]
 
@@ -195,9 +211,63 @@ class Soak(object):
         self.sb.swcopy("hold", ENGINE, HOLD_RELEASE_MS)
         return n
 
+    def log_count(self, text):
+        with open(self.sb.vswitchd_log) as f:
+            return f.read().count(text)
+
+    def wait(self, cond, timeout, what):
+        deadline = time.time() + timeout
+        while not cond():
+            if time.time() > deadline:
+                raise SandboxError("soak: %s within %d s" % (what, timeout))
+            time.sleep(0.1)
+
+    def engine_event(self, name):
+        """Takes the engine out of service on purpose, then brings it back
+        (netdev-dpdk/dmadev-enable) once the queues behind it are reset."""
+        sb = self.sb
+        out = "dmadev %s taken out of service" % ENGINE
+        before = self.log_count(out)
+        abandoned = sum(sb.abandoned().values())
+        if name == "engine-fail":
+            sb.swcopy("fail", ENGINE, 1)
+        else:
+            if name == "engine-stall":
+                sb.vsctl("set", "Open_vSwitch", ".",
+                         "other_config:dma-stall-timeout=300")
+            sb.swcopy("hold", ENGINE)
+            deadline = time.time() + HOLD_WAIT_S
+            while self.in_flight() < HOLD_COPIES and time.time() < deadline:
+                time.sleep(0.02)
+            if name == "engine-abandoned":
+                self.end_traffic(kill=True)
+        self.wait(lambda: self.log_count(out) > before, 15,
+                  "the engine did not go out of service")
+        sb.swcopy("release", ENGINE)
+        sb.vsctl("set", "Open_vSwitch", ".",
+                 "other_config:dma-stall-timeout=60000")
+
+        def enabled():
+            r = sb.appctl_result("netdev-dpdk/dmadev-enable", ENGINE)
+            return r.returncode == 0
+        self.wait(enabled, 30, "dmadev-enable did not succeed")
+        self.summary["engine_restarts"] += 1
+        self.summary["abandoned_on_purpose"] += (
+            sum(sb.abandoned().values()) - abandoned)
+        if name == "engine-abandoned":
+            self.start_traffic()
+
     def event(self, name):
         sb = self.sb
-        if name == "port-readd":
+        if name in ENGINE_EVENTS:
+            self.engine_event(name)
+        elif name == "packet-outs":
+            for port in (1, 2):
+                for _ in range(10):
+                    sb.ofctl("packet-out", "br0", "in_port=controller "
+                             "packet=%s actions=output:%d" % (ARP, port))
+            self.summary["packet_outs"] += 20
+        elif name == "port-readd":
             sb.del_port("v1")
             sb.add_port("v1", ofport=2)
             sb.set_copy_mode(self.mode, "v1")
@@ -230,7 +300,10 @@ class Soak(object):
         held = ((mode != "cpu" or rx_mode != "cpu")
                 and self.rng.random() < 0.5)
         name = self.rng.choice(EVENTS)
-        if held:
+        if name in ENGINE_EVENTS and mode == "cpu" and rx_mode == "cpu":
+            # No copy goes to the engine: nothing to take out of service.
+            name = "none"
+        if held and name not in ENGINE_EVENTS:
             n = self.hold()
             s["held_events"] += 1
             s["max_copies_held"] = max(s["max_copies_held"], n)
@@ -273,8 +346,19 @@ class Soak(object):
         s = self.summary
         bad = ["%s: %d" % (k, s[k])
                for k in ("corrupted", "duplicates", "misdelivered",
-                         "reordered", "leaked_mbufs", "abandoned_copies")
+                         "reordered")
                if s[k]]
+        # Only the engine events abandon copies, and only their mbufs may
+        # be missing.
+        if s["abandoned_copies"] > s["abandoned_on_purpose"]:
+            bad.append("abandoned_copies: %d, %d of them on purpose"
+                       % (s["abandoned_copies"], s["abandoned_on_purpose"]))
+        if s["leaked_mbufs"] > s["abandoned_on_purpose"]:
+            bad.append("leaked_mbufs: %d, %d copies abandoned on purpose"
+                       % (s["leaked_mbufs"], s["abandoned_on_purpose"]))
+        if s["packet_outs_received"] > s["packet_outs"]:
+            bad.append("packet-outs received: %d of %d sent"
+                       % (s["packet_outs_received"], s["packet_outs"]))
         if not s["vswitchd_alive"]:
             bad.append("ovs-vswitchd died")
         return bad
