@@ -182,7 +182,7 @@ def packet_outs(sb, port_no, n):
                  "actions=output:%d" % (ARP, port_no))
 
 
-def leaving_run(sb, n_outs, duration=10):
+def leaving_run(sb, n_outs, duration=20):
     """auto queues leaving a slow engine (dma-swcopy/delay, as in
     test_auto_keeps_off_an_engine_that_fell_behind), while the main thread
     sends 'n_outs' packet-outs into v0 under the watch.  Returns the
@@ -291,9 +291,11 @@ def test_packet_out_into_held_txq(sandbox_factory, mode):
     packet-out is accounted for."""
     sb = lifecycle_sandbox(sandbox_factory, mode)
     # A guest that sends a little from v1 to v0: what reaches v0 that is
-    # not its own traffic ("foreign") is the packet-outs.
+    # not its own traffic ("foreign") is the packet-outs.  Little enough
+    # that what waits aside during the hold, sent at once after it, fits
+    # the guest's vring.
     g = sb.start_guest([("v0", "sink"), ("v1", "gen")],
-                       ["--size", 512, "--rate", 1000, "--duration", 30,
+                       ["--size", 512, "--rate", 10, "--duration", 60,
                         "--wait-link", 60, "--progress", 0, "--warmup", 0])
     traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
     probe = Responsiveness(sb)
