@@ -672,7 +672,8 @@ class Sandbox(object):
 
     def port_stats(self):
         """Live per-port counters from 'dpctl/show -s': {name: {...}}."""
-        return parse.port_stats(self.appctl("dpctl/show", "-s"))
+        return parse.port_stats(self.appctl("dpctl/show", "-s",
+                                            "netdev@ovs-netdev"))
 
     def wait_mempools_back(self, baseline, timeout=10):
         """Waits until every mempool's in-use count is back to 'baseline'

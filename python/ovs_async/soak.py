@@ -18,9 +18,11 @@ continuous verified traffic.
 One sandbox (two vhost-user ports in a loop, one dma_swcopy engine, the
 PMD on the last CPU) carries traffic from a guest that generates and
 verifies on v0 and loops on v1, without a break.  Each cycle puts the
-ports in a random copy mode and a random Rx copy mode, then causes a random event of the life-cycle
-matrix, half of the time with the engine held until copies are in flight
-(it resumes by itself shortly after).  A guest stopped by an event
+ports in a random copy mode and a random Rx copy mode, then causes an event
+of the life-cycle matrix (each one once every len(events) cycles, in a
+random order), half of the time with the engine held until copies are in
+flight (it resumes by itself shortly after), and waits until the guest's
+traffic crosses both ports again.  A guest stopped by an event
 (SIGINT) or at a checkpoint reports what crossed the switch (corrupted,
 duplicated, misdelivered, reordered frames); one killed (SIGKILL) reports
 nothing, and its frames count as unverified.  Every 'checkpoint' cycles,
@@ -64,17 +66,41 @@ HOLD_COPIES = 64
 HOLD_WAIT_S = 2.0
 HOLD_RELEASE_MS = 300
 
+# After every event both ports carry the guest's traffic again within
+# FLOW_WAIT_S: the switch recovered.
+FLOW_WAIT_S = 10
+
+# What the guest's virtio-user driver (DPDK 22.11, vhost-user server mode)
+# logs when it fails to take the switch's new connection after a port is
+# re-added (its interrupt handling, or the handshake, breaks): its port
+# then stays down for good, whatever the switch does.  Only with one of
+# these in the guest's log does the soak restart the guest (counted in the
+# summary) instead of failing; traffic must flow after that.
+GUEST_RECONNECT_FAILED = (
+    "virtio_user_dev_delayed_disconnect_handler(): interrupt unregister "
+    "failed",
+    "virtio_user_dev_server_reconnect(): get_features failed")
+
+# The Tx modes that always copy with the engine.
+FIXED_DMA_MODES = ("v3", "ring", "defer")
+
 
 
 class Soak(object):
     def __init__(self, cycles=1000, checkpoint=50, seed=None, size=512,
-                 log=print):
+                 log=print, events=None):
         if not isinstance(cycles, int) or cycles < 1:
             raise SandboxError("cycles must be a positive number, not %r"
                                % (cycles,))
         if not isinstance(checkpoint, int) or checkpoint < 1:
             raise SandboxError("checkpoint must be a positive number, not "
                                "%r" % (checkpoint,))
+        events = list(events) if events is not None else list(EVENTS)
+        unknown = sorted(set(events) - set(EVENTS))
+        if not events or unknown:
+            raise SandboxError("events must be some of %s, not %r"
+                               % (", ".join(EVENTS), unknown or events))
+        self.events = events
         self.cycles = cycles
         self.checkpoint = checkpoint
         self.seed = seed if seed is not None else random.randrange(1 << 30)
@@ -88,6 +114,7 @@ class Soak(object):
         self.rx_mode = "cpu"
         self.flush = 0
         self.pmd_mask = None
+        self.deck = []
         self.summary = {
             "seed": self.seed, "cycles": 0, "events": collections.Counter(),
             "modes": collections.Counter(),
@@ -100,6 +127,7 @@ class Soak(object):
             "abandoned_on_purpose": 0, "engine_restarts": 0,
             "packet_outs": 0, "packet_outs_received": 0,
             "worst_answer_s": 0.0, "vswitchd_alive": True, "elapsed_s": 0,
+            "guest_reconnect_failures": 0,
         }
 
     # ---- set-up -------------------------------------------------------
@@ -112,6 +140,9 @@ class Soak(object):
                           other_config={
                               "vhost-copy-auto-threshold": "64"})
         self.sb.start()
+        # Every vhost-user message in the log: a failure's log must show
+        # the whole handshake of each connection.
+        self.sb.appctl("vlog/disable-rate-limit", "dpdk")
         # A verified run at rest sets the mempool baseline.
         run = traffic.loop_run(self.sb, size=self.size, duration=1)
         if run["verdict"] != "verified":
@@ -211,6 +242,42 @@ class Soak(object):
         self.sb.swcopy("hold", ENGINE, HOLD_RELEASE_MS)
         return n
 
+    def trace(self, text):
+        """Notes 'text' in soak.log, next to ovs-vswitchd.log and on its
+        clock (UTC), so that a failure's log says which event it was."""
+        with open(os.path.join(self.sb.logdir, "soak.log"), "a") as f:
+            f.write("%s|soak|%s\n" % (time.strftime(
+                "%Y-%m-%dT%H:%M:%S", time.gmtime()), text))
+
+    def port_rx(self):
+        stats = self.sb.port_stats()
+        return [stats.get(p, {}).get("rx_packets", 0) for p in ("v0", "v1")]
+
+    def wait_flowing(self, what):
+        """Waits until the switch receives the guest's traffic on both v0
+        (generated) and v1 (looped back) again after event 'what'."""
+        for attempt in (1, 2):
+            deadline = time.time() + FLOW_WAIT_S
+            before = self.port_rx()
+            while time.time() < deadline:
+                time.sleep(0.1)
+                now = self.port_rx()
+                if all(n > b for n, b in zip(now, before)):
+                    return
+                # A port re-added restarts its counters.
+                before = [min(n, b) for n, b in zip(now, before)]
+            if attempt == 1 and any(self.guest.log_has(text)
+                                    for text in GUEST_RECONNECT_FAILED):
+                self.summary["guest_reconnect_failures"] += 1
+                self.trace("the guest's virtio-user did not reconnect "
+                           "after %s; restarting the guest" % what)
+                self.end_traffic(kill=True)
+                self.start_traffic()
+                continue
+            raise SandboxError("soak: after %s, the guest's traffic did not "
+                               "cross v0 and v1 again within %d s"
+                               % (what, FLOW_WAIT_S))
+
     def log_count(self, text):
         with open(self.sb.vswitchd_log) as f:
             return f.read().count(text)
@@ -219,6 +286,8 @@ class Soak(object):
         deadline = time.time() + timeout
         while not cond():
             if time.time() > deadline:
+                if callable(what):
+                    what = what()
                 raise SandboxError("soak: %s within %d s" % (what, timeout))
             time.sleep(0.1)
 
@@ -239,10 +308,17 @@ class Soak(object):
             deadline = time.time() + HOLD_WAIT_S
             while self.in_flight() < HOLD_COPIES and time.time() < deadline:
                 time.sleep(0.02)
+            if not self.in_flight():
+                raise SandboxError("soak: %s: no copy in flight with the "
+                                   "engine held for %.0f s (Tx %s, Rx %s)"
+                                   % (name, HOLD_WAIT_S, self.mode,
+                                      self.rx_mode))
             if name == "engine-abandoned":
                 self.end_traffic(kill=True)
         self.wait(lambda: self.log_count(out) > before, 15,
-                  "the engine did not go out of service")
+                  lambda: "%s: the engine did not go out of service "
+                  "(Tx %s, Rx %s, %d copies in flight)"
+                  % (name, self.mode, self.rx_mode, self.in_flight()))
         sb.swcopy("release", ENGINE)
         sb.vsctl("set", "Open_vSwitch", ".",
                  "other_config:dma-stall-timeout=60000")
@@ -268,10 +344,12 @@ class Soak(object):
                              "packet=%s actions=output:%d" % (ARP, port))
             self.summary["packet_outs"] += 20
         elif name == "port-readd":
+            # Added with its copy modes in one transaction, as an operator
+            # or a cloud controller adds a port.
             sb.del_port("v1")
-            sb.add_port("v1", ofport=2)
-            sb.set_copy_mode(self.mode, "v1")
-            sb.set_rx_copy_mode(self.rx_mode, "v1")
+            sb.add_port("v1", ofport=2,
+                        options={"vhost-copy-mode": self.mode,
+                                 "vhost-rx-copy-mode": self.rx_mode})
             sb.set_topology("loop")
         elif name in ("guest-kill", "guest-restart"):
             # Every vring of the guest goes down, then comes back.
@@ -299,11 +377,19 @@ class Soak(object):
         rx_mode = self.rng.choice(RX_MODES)
         held = ((mode != "cpu" or rx_mode != "cpu")
                 and self.rng.random() < 0.5)
-        name = self.rng.choice(EVENTS)
-        if name in ENGINE_EVENTS and mode == "cpu" and rx_mode == "cpu":
-            # No copy goes to the engine: nothing to take out of service.
-            name = "none"
-        if held and name not in ENGINE_EVENTS:
+        if not self.deck:
+            # Every event once per len(events) cycles, in a random order.
+            self.deck = self.rng.sample(self.events, len(self.events))
+        name = self.deck.pop()
+        if (name in ENGINE_EVENTS and mode not in FIXED_DMA_MODES
+                and rx_mode != "dma"):
+            # Only a fixed DMA mode is sure to give the engine copies to
+            # hold or fail: "cpu" gives it none, and "auto" may be on the
+            # CPU at that moment.  The event needs them, so one direction
+            # goes to DMA for it.
+            mode = self.rng.choice(FIXED_DMA_MODES)
+        held = held and name not in ENGINE_EVENTS
+        if held:
             n = self.hold()
             s["held_events"] += 1
             s["max_copies_held"] = max(s["max_copies_held"], n)
@@ -313,7 +399,11 @@ class Soak(object):
         if rx_mode != self.rx_mode:
             self.rx_mode = rx_mode
             self.sb.set_rx_copy_mode(rx_mode)
+        self.trace("cycle %d: Tx %s, Rx %s, %s%s"
+                   % (s["cycles"] + 1, mode, rx_mode, name,
+                      ", copies held" if held else ""))
         self.event(name)
+        self.wait_flowing(name)
         s["events"][name] += 1
         s["modes"][mode] += 1
         s["rx_modes"][rx_mode] += 1
