@@ -184,3 +184,61 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+
+
+def pairwise(first, second, third):
+    """The (f, s, t) of a three-parameter matrix whose third parameter has
+    two values, covering every pair of values of any two parameters once:
+    every f with every s, with t alternating so that every f and every s
+    meet both values of t.  Half of the full product, and every
+    interaction of two parameters is still tested."""
+    assert len(third) == 2 and len(first) > 1 and len(second) > 1
+    return [(f, s, third[(i + j) % 2])
+            for i, f in enumerate(first) for j, s in enumerate(second)]
+
+
+# "./ovs-fork test --quick" (pytest --quick): the subset that a contributor
+# runs before every commit, in a few minutes on the normal build: the unit
+# tests, each Tx copy mode and each Rx copy mode verified, one life-cycle
+# event with copies held, one abandoned copy released, and one real VM.
+# Each pattern must select at least one test, so that the list cannot rot.
+QUICK = [
+    r"tests/test_parse\.py::",
+    r"tests/test_vhost_frame\.py::",
+    r"tests/test_foundation\.py::test_(one_version_identity|"
+    r"bug_address_is_the_forks|guest_tool_bad_options|sandbox_bad_options|"
+    r"verifier_catches_corruption)\b",
+    r"tests/test_dma_swcopy\.py::test_(driver_functional|"
+    r"timed_hold_ends_while_idle)\b",
+    r"tests/test_copy_modes\.py::test_mode_verified\[\w+-1518-\d\]",
+    r"tests/test_rx_copy_modes\.py::test_rx_dma_verified\[\w+-1518-\d\]",
+    r"tests/test_rx_copy_modes\.py::test_rx_auto_verified\b",
+    r"tests/test_lifecycle\.py::test_event_with_copies_held"
+    r"\[defer-guest-kill-flush50\]",
+    r"tests/test_fence\.py::test_release_after_abandon\[defer-port-delete\]",
+    r"tests/test_vm\.py::test_vm_traffic\[defer\]",
+]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help="run only the quick subset (tests/conftest.py, "
+                     "QUICK)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--quick"):
+        return
+    patterns = [re.compile(p) for p in QUICK]
+    ids = [os.path.relpath(item.fspath, TOP) + "::" + item.name
+           for item in items]
+    unused = [p.pattern for p in patterns
+              if not any(p.match(i) for i in ids)]
+    if unused:
+        raise pytest.UsageError("--quick: no test matches %s"
+                                % ", ".join(unused))
+    keep = [item for item, i in zip(items, ids)
+            if any(p.match(i) for p in patterns)]
+    config.hook.pytest_deselected(
+        items=[item for item in items if item not in keep])
+    items[:] = keep

@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from conftest import pairwise
 from ovs_async import traffic
 from ovs_async.modes import ASYNC_MODES, COPY_MODES
 from ovs_async.wait import wait_until
@@ -35,9 +36,10 @@ def dma_sandbox(module_sandbox_factory):
     return module_sandbox_factory(ports=2, mtu=9000, dma=1)
 
 
-@pytest.mark.parametrize("queues", [1, 2])
-@pytest.mark.parametrize("size", [64, 1518, 9000])
-@pytest.mark.parametrize("mode", MODES)
+# Every mode with every size, and each of them with one and two queues
+# (conftest.pairwise).
+@pytest.mark.parametrize("mode,size,queues",
+                         pairwise(MODES, [64, 1518, 9000], [1, 2]))
 def test_mode_verified(dma_sandbox, mode, size, queues):
     sb = dma_sandbox
     sb.set_copy_mode(mode)

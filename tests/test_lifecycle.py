@@ -32,6 +32,7 @@ import time
 
 import pytest
 
+from conftest import pairwise
 from ovs_async import parse, traffic
 from ovs_async.modes import ASYNC_MODES
 from ovs_async.sandbox import SandboxError
@@ -187,9 +188,11 @@ EVENTS = ["port-readd", "guest-kill", "pmd-mask", "rxq-affinity",
           "mode-switch", "mem-table"]
 
 
-@pytest.mark.parametrize("flush", [0, 50], ids=["flush0", "flush50"])
-@pytest.mark.parametrize("event", EVENTS)
-@pytest.mark.parametrize("mode", MODES)
+# Every mode with every event, and each of them with both flush intervals
+# (conftest.pairwise): 24 tests instead of 48.
+@pytest.mark.parametrize(
+    "mode,event,flush", pairwise(MODES, EVENTS, [0, 50]),
+    ids=lambda v: "flush%d" % v if isinstance(v, int) else v)
 def test_event_with_copies_held(sandbox_factory, mode, event, flush):
     sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1],
                            other_config={"tx-flush-interval": str(flush)})

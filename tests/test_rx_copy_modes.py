@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from conftest import pairwise
 from ovs_async import parse, traffic
 from ovs_async.modes import COPY_MODES, RX_COPY_MODES
 from ovs_async.wait import wait_until
@@ -39,9 +40,10 @@ def rx_counters(sb):
     return {k: v for k, v in sb.pmd_counters().items() if " Rx " in k}
 
 
-@pytest.mark.parametrize("queues", [1, 2])
-@pytest.mark.parametrize("size", [64, 1518, 9000])
-@pytest.mark.parametrize("mode", COPY_MODES)
+# Every mode with every size, and each of them with one and two queues
+# (conftest.pairwise).
+@pytest.mark.parametrize("mode,size,queues",
+                         pairwise(COPY_MODES, [64, 1518, 9000], [1, 2]))
 def test_rx_dma_verified(dma_sandbox, mode, size, queues):
     """Rx on the engine, with every Tx copy mode: all verified, and every
     packet the switch received went through the engine."""
