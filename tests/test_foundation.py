@@ -267,3 +267,30 @@ def test_no_huge(sandbox_factory):
     assert not sb.huge
     for size in (64, 1518):
         traffic.check(traffic.loop_run(sb, size=size, duration=1))
+
+
+@pytest.mark.parametrize("shows", [0, 3])
+def test_port_deleted_after_its_stats_could_not_be_read(sandbox_factory,
+                                                        shows):
+    """'dpctl/show -s' on vhost-user ports without a guest cannot read
+    their statistics.  Upstream 3.1's dpctl then kept a reference to each
+    port's netdev (patches/0014), so a port deleted afterwards was never
+    destroyed: its vhost-user socket stayed registered and connected, and
+    the port re-added with the same path never got the guest.  The control,
+    without 'dpctl/show -s', shows that a deleted port's absence from
+    vhost-copy-mode-get is how its destruction shows."""
+    sb = sandbox_factory(ports=2)
+
+    def v1_entries():
+        out = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
+        return sum(1 for line in out.splitlines() if line.startswith("v1:"))
+    assert v1_entries() == 1
+    for _ in range(shows):
+        out = sb.appctl("dpctl/show", "-s", "netdev@ovs-netdev")
+        # The state this test is about: the statistics were unreadable.
+        assert out.count("could not retrieve stats") == 2, out
+    sb.del_port("v1")
+    assert v1_entries() == 0, "the deleted port v1 was not destroyed"
+    sb.add_port("v1", ofport=2)
+    assert v1_entries() == 1
+    assert sb.vswitchd_alive()

@@ -12,19 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The soak (utilities/ovs-async-soak, "make soak"), 44 cycles: every
-life-cycle event but port-readd four times, in random order and random copy
-modes, under continuous verified traffic, half of them with copies held in
-flight on purpose, each followed by the guest's traffic crossing both ports
-again.
-
-port-readd is left out here, and only here: a vhost-user client port
-deleted while other threads still hold references to its netdev keeps its
-socket registered and connected to the guest, so the port re-added at once
-with the same path never gets the guest (an open defect, reproduced by
-"ovs-async-soak --seed 1049306910 --cycles 40 --checkpoint 12" failing at
-its cycle 35).  tests/test_lifecycle.py and tests/test_foundation.py re-add
-ports under traffic with a new guest."""
+"""The soak (utilities/ovs-async-soak, "make soak"), 48 cycles: every
+life-cycle event four times, in random order and random copy modes, under
+continuous verified traffic, half of them with copies held in flight on
+purpose, each followed by the guest's traffic crossing both ports
+again."""
 
 import json
 import os
@@ -34,8 +26,8 @@ import sys
 from conftest import TOP
 from ovs_async import soak
 
-# Every event but port-readd, four times.
-EVENTS = [e for e in soak.EVENTS if e != "port-readd"]
+# Every event four times.
+EVENTS = soak.EVENTS
 CYCLES = 4 * len(EVENTS)
 
 
