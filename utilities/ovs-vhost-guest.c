@@ -256,6 +256,10 @@ static unsigned int n_workers;
 static volatile sig_atomic_t signals_seen;
 static volatile sig_atomic_t alarm_fired;
 static volatile sig_atomic_t usr1_seen;
+/* The last SIGINT or SIGTERM, and the process that sent it: a run ended
+ * by a signal names who ended it. */
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_sender;
 static volatile sig_atomic_t usr2_seen;
 static int phase = PHASE_GEN;   /* Accessed with atomics. */
 static bool corrupt_injected;   /* Written by the generator of stream 0. */
@@ -1822,7 +1826,7 @@ setup_workers(void)
 }
 
 static void
-signal_handler(int sig)
+signal_handler(int sig, siginfo_t *info, void *ctx __rte_unused)
 {
     if (sig == SIGALRM) {
         alarm_fired = 1;
@@ -1831,6 +1835,8 @@ signal_handler(int sig)
     } else if (sig == SIGUSR2) {
         usr2_seen++;
     } else {
+        stop_signal = sig;
+        stop_sender = info ? info->si_pid : 0;
         signals_seen++;
     }
 }
@@ -1936,7 +1942,8 @@ probe_ports(void)
                         "it?\n", PROGRAM, i, p->path, opt.wait_link);
             } else if (signals_seen) {
                 fprintf(stderr, "%s: interrupted while waiting for a client "
-                        "on %s\n", PROGRAM, p->path);
+                        "on %s (%s from pid %d)\n", PROGRAM, p->path,
+                        strsignal(stop_signal), (int) stop_sender);
             } else {
                 fprintf(stderr, "%s: port %u (%s): cannot create %s\n",
                         PROGRAM, i, p->path, p->name);
@@ -2325,7 +2332,8 @@ main(int argc, char *argv[])
         return EXIT_RUNTIME;
     }
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = signal_handler;     /* No SA_RESTART: interrupt. */
+    sa.sa_sigaction = signal_handler;   /* No SA_RESTART: interrupt. */
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
