@@ -24,6 +24,9 @@ COPY_MODES = ("cpu", "v3", "ring", "defer", "auto")
 # The modes that copy with DMA engines.
 ASYNC_MODES = tuple(m for m in COPY_MODES if m != "cpu")
 
+# The modes that always copy with DMA engines ("auto" chooses per queue).
+FIXED_ASYNC_MODES = tuple(m for m in ASYNC_MODES if m != "auto")
+
 # Rx (the guest's Tx, vhost dequeue).
 RX_COPY_MODES = ("cpu", "dma", "auto")
 

@@ -37,7 +37,7 @@ import subprocess
 import time
 
 from ovs_async import traffic
-from ovs_async.modes import COPY_MODES, RX_COPY_MODES
+from ovs_async.modes import COPY_MODES, FIXED_ASYNC_MODES, RX_COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 from ovs_async.watch import ANSWER_S
 
@@ -80,9 +80,6 @@ GUEST_RECONNECT_FAILED = (
     "virtio_user_dev_delayed_disconnect_handler(): interrupt unregister "
     "failed",
     "virtio_user_dev_server_reconnect(): get_features failed")
-
-# The Tx modes that always copy with the engine.
-FIXED_DMA_MODES = ("v3", "ring", "defer")
 
 
 
@@ -381,13 +378,14 @@ class Soak(object):
             # Every event once per len(events) cycles, in a random order.
             self.deck = self.rng.sample(self.events, len(self.events))
         name = self.deck.pop()
-        if (name in ENGINE_EVENTS and mode not in FIXED_DMA_MODES
+        if (name in ENGINE_EVENTS and mode not in FIXED_ASYNC_MODES
                 and rx_mode != "dma"):
             # Only a fixed DMA mode is sure to give the engine copies to
             # hold or fail: "cpu" gives it none, and "auto" may be on the
             # CPU at that moment.  The event needs them, so one direction
             # goes to DMA for it.
-            mode = self.rng.choice(FIXED_DMA_MODES)
+            mode = self.rng.choice(FIXED_ASYNC_MODES)
+        # The engine events hold the engine themselves.
         held = held and name not in ENGINE_EVENTS
         if held:
             n = self.hold()
