@@ -41,10 +41,12 @@ from ovs_async.sandbox import Sandbox, build_dir  # noqa: E402
 SANITIZE = bool(os.environ.get("OVS_ASYNC_SANITIZE"))
 if SANITIZE:
     SAN_DIR = tempfile.mkdtemp(prefix="ovs-async-san-")
-    os.environ["ASAN_OPTIONS"] = ("detect_leaks=0:log_path=%s/asan"
-                                  % SAN_DIR)
-    os.environ["UBSAN_OPTIONS"] = ("print_stacktrace=1:log_path=%s/ubsan"
-                                   % SAN_DIR)
+    # log_exe_name puts the program's name in each report's file name:
+    # asan.ovs-vhost-guest.1234 rather than asan.1234.
+    os.environ["ASAN_OPTIONS"] = ("detect_leaks=0:log_exe_name=1:"
+                                  "log_path=%s/asan" % SAN_DIR)
+    os.environ["UBSAN_OPTIONS"] = ("print_stacktrace=1:log_exe_name=1:"
+                                   "log_path=%s/ubsan" % SAN_DIR)
 
 
 # GCC 12's UndefinedBehaviorSanitizer, which shares AddressSanitizer's
@@ -142,11 +144,13 @@ class Sandboxes(object):
 
     def stop(self, failed):
         for sb in self.made:
-            # The logs are read for sanitizer reports before they go.
+            # The logs are read for sanitizer reports before they go, and
+            # stay if there was one: the test fails for it afterwards.
             sb.keep = True
             sb.stop()
             collect_stderr_reports(sb)
             LIVE_SANDBOXES.remove(sb)
+            failed = failed or bool(SANITIZE and unseen_reports())
             if sb.dir and not failed:
                 shutil.rmtree(sb.dir, ignore_errors=True)
             elif sb.dir:

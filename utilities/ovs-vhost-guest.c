@@ -2210,8 +2210,21 @@ report(void)
     return status;
 }
 
-/* Stops and closes every port that was set up, removes the sockets, then
- * releases EAL. */
+/* Stops every port that was set up, removes the sockets and frees what is
+ * ours.
+ *
+ * The ports are not closed, and EAL is not released: the process exits
+ * with them.  After the switch reconnects to a virtio-user server (the
+ * switch reset or re-added its port), DPDK 22.11's virtio-user registers
+ * its link-state handler with EAL's interrupt thread even though we did not
+ * ask for link-state interrupts, and nothing unregisters it: neither
+ * rte_eth_dev_stop() nor rte_eth_dev_close().  rte_eth_dev_close() frees
+ * the device's private data while that thread may still be about to call
+ * the handler for an event of the last vhost-user messages, which then
+ * reads a NULL 'struct virtio_hw' (SEGV at address 0x1e, hw->port_id, in
+ * the interrupt thread: seen under AddressSanitizer after
+ * tests/test_lifecycle.py::test_engine_error).  rte_eal_cleanup() would
+ * unmap the memory that the handler reads in the same way. */
 static void
 cleanup(void)
 {
@@ -2220,9 +2233,6 @@ cleanup(void)
 
         if (p->configured) {
             rte_eth_dev_stop(p->port_id);
-        }
-        if (p->probed) {
-            rte_eth_dev_close(p->port_id);
         }
         p->configured = p->probed = false;
         if (p->bound) {
@@ -2251,15 +2261,8 @@ cleanup(void)
         p->rx = NULL;
         p->devargs = p->path = NULL;
     }
-    for (unsigned int i = 0; i < n_workers; i++) {
-        rte_free(workers[i]);
-        workers[i] = NULL;
-    }
     free(streams);
     streams = NULL;
-    rte_mempool_free(pool);
-    pool = NULL;
-    rte_eal_cleanup();
 }
 
 /* Splits argv at "--": EAL options before it, ours after.  Without "--",
