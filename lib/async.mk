@@ -8,6 +8,8 @@ lib_libopenvswitch_la_SOURCES += \
 	lib/dpif-netdev-defer.c \
 	lib/dpif-netdev-defer.h \
 	lib/ovs-fork.h \
+	lib/ovs-fork-config.c \
+	lib/ovs-fork-config.h \
 	lib/ovs-fork-testing.c \
 	lib/ovs-fork-testing.h
 

@@ -26,6 +26,7 @@
 #endif
 
 #include "openvswitch/vlog.h"
+#include "ovs-fork-config.h"
 #include "ovs-thread.h"
 #include "smap.h"
 #include "timeval.h"
@@ -39,7 +40,6 @@ VLOG_DEFINE_THIS_MODULE(dpif_netdev_defer);
 
 /* The bound on the interval between re-checks of an item. */
 static atomic_uint recheck_max = RECHECK_MAX_US_DEFAULT;
-static unsigned int recheck_max_us = UINT_MAX;   /* As configured. */
 
 /* other_config:pmd-defer-max-items: the items a list holds at most. */
 static atomic_uint max_items_cfg = DP_DEFER_MAX_ITEMS;
@@ -90,64 +90,40 @@ dp_defer_count(struct dp_defer *defer, int stat, uint64_t n)
     atomic_store_relaxed(&defer->counters[stat], v + n);
 }
 
-/* Applies other_config:pmd-defer-recheck-max-us.  An invalid value is
- * reported once and changes nothing. */
-/* Applies other_config:pmd-defer-max-items.  An invalid value is reported
- * once and changes nothing. */
+/* Applies other_config:pmd-defer-max-items. */
 static void
 dp_defer_set_max_items(const struct smap *other_config)
 {
-    static char *last_value;
-    const char *value = smap_get(other_config, "pmd-defer-max-items");
-    unsigned int n = DP_DEFER_MAX_ITEMS, cur;
+    static struct fork_uint_key key = {
+        .name = "pmd-defer-max-items", .what = "a number",
+        .min = 1, .max = DP_DEFER_MAX_ITEMS,
+    };
+    unsigned int cur, n;
 
-    if (nullable_string_is_equal(value, last_value)) {
-        return;
-    }
-    free(last_value);
-    last_value = nullable_xstrdup(value);
     atomic_read_relaxed(&max_items_cfg, &cur);
-    if (value && (!str_to_uint(value, 10, &n) || !n
-                  || n > DP_DEFER_MAX_ITEMS)) {
-        VLOG_ERR("other_config:pmd-defer-max-items \"%s\" is not a number "
-                 "from 1 to %d; keeping %u", value, DP_DEFER_MAX_ITEMS, cur);
-        return;
-    }
-    if (n != cur) {
+    if (fork_uint_key_read(&key, other_config, DP_DEFER_MAX_ITEMS, cur, &n)
+        && n != cur) {
         atomic_store_relaxed(&max_items_cfg, n);
         VLOG_INFO("Deferred work lists hold at most %u items.", n);
     }
 }
 
+/* Applies other_config:pmd-defer-max-items and pmd-defer-recheck-max-us.
+ * A bad value is logged once and changes nothing (ovs-fork-config.h). */
 void
 dp_defer_set_config(const struct smap *other_config)
 {
-    static char *last_value;
-    const char *value = smap_get(other_config, "pmd-defer-recheck-max-us");
-    unsigned int us = RECHECK_MAX_US_DEFAULT;
+    static struct fork_uint_key key = {
+        .name = "pmd-defer-recheck-max-us", .what = "a number of microseconds",
+        .min = 0, .max = RECHECK_MAX_US_LIMIT,
+    };
+    unsigned int cur, us;
 
     dp_defer_set_max_items(other_config);
-    if (nullable_string_is_equal(value, last_value)) {
-        return;
-    }
-    free(last_value);
-    last_value = nullable_xstrdup(value);
-
-    if (value) {
-        unsigned int v;
-
-        if (!str_to_uint(value, 10, &v) || v > RECHECK_MAX_US_LIMIT) {
-            VLOG_ERR("other_config:pmd-defer-recheck-max-us \"%s\" is not "
-                     "a number of microseconds from 0 to %d; keeping %u",
-                     value, RECHECK_MAX_US_LIMIT,
-                     recheck_max_us == UINT_MAX
-                     ? RECHECK_MAX_US_DEFAULT : recheck_max_us);
-            return;
-        }
-        us = v;
-    }
-    if (us != recheck_max_us) {
-        recheck_max_us = us;
+    atomic_read_relaxed(&recheck_max, &cur);
+    if (fork_uint_key_read(&key, other_config, RECHECK_MAX_US_DEFAULT, cur,
+                           &us)
+        && us != cur) {
         atomic_store_relaxed(&recheck_max, us);
         VLOG_INFO("Deferred work re-checks at most %u us apart%s.", us,
                   us ? "" : " (on every PMD iteration)");

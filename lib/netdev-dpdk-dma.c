@@ -31,6 +31,7 @@
 #include "dpif-netdev-defer.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/vlog.h"
+#include "ovs-fork-config.h"
 #include "ovs-numa.h"
 #include "ovs-rcu.h"
 #include "ovs-thread.h"
@@ -468,27 +469,21 @@ dma_watch_run(void)
                            "outstanding");
 }
 
+/* Applies other_config:dma-stall-timeout.  A bad value is logged once and
+ * changes nothing (ovs-fork-config.h). */
 void
 netdev_dpdk_dma_set_config(const struct smap *ovs_other_config)
 {
-    static char *last_value;
-    const char *value = smap_get(ovs_other_config, "dma-stall-timeout");
-    unsigned int ms = DMA_STALL_TIMEOUT_DEFAULT_MS, cur;
+    static struct fork_uint_key key = {
+        .name = "dma-stall-timeout", .what = "a number of milliseconds",
+        .min = 0, .max = DMA_STALL_TIMEOUT_MAX_MS,
+    };
+    unsigned int cur, ms;
 
-    if (nullable_string_is_equal(value, last_value)) {
-        return;
-    }
-    free(last_value);
-    last_value = nullable_xstrdup(value);
     atomic_read_relaxed(&stall_timeout_ms, &cur);
-    if (value && (!str_to_uint(value, 10, &ms)
-                  || ms > DMA_STALL_TIMEOUT_MAX_MS)) {
-        VLOG_ERR("other_config:dma-stall-timeout \"%s\" is not a number of "
-                 "milliseconds from 0 to %d; keeping %u", value,
-                 DMA_STALL_TIMEOUT_MAX_MS, cur);
-        return;
-    }
-    if (ms != cur) {
+    if (fork_uint_key_read(&key, ovs_other_config,
+                           DMA_STALL_TIMEOUT_DEFAULT_MS, cur, &ms)
+        && ms != cur) {
         atomic_store_relaxed(&stall_timeout_ms, ms);
         VLOG_INFO("DMA engines that complete nothing for %u ms with copies "
                   "outstanding go out of service%s", ms,

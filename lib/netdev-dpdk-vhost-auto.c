@@ -24,6 +24,7 @@
 #include <rte_cycles.h>
 
 #include "openvswitch/vlog.h"
+#include "ovs-fork-config.h"
 #include "smap.h"
 
 VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_auto);
@@ -67,41 +68,26 @@ vhost_auto_path_name(enum vhost_auto_path path)
     return path < VHOST_AUTO_N_PATHS ? path_names[path] : "unknown";
 }
 
-/* Applies other_config:vhost-copy-auto-threshold.  An invalid value is
- * reported once and changes nothing. */
+/* Applies other_config:vhost-copy-auto-threshold.  A bad value is logged
+ * once and changes nothing (ovs-fork-config.h). */
 void
 vhost_auto_set_config(const struct smap *ovs_other_config)
 {
-    static char *last_value;
-    const char *value = smap_get(ovs_other_config,
-                                 "vhost-copy-auto-threshold");
-    uint32_t cur, thr = 0;
-
-    if (nullable_string_is_equal(value, last_value)) {
-        return;
-    }
-    free(last_value);
-    last_value = nullable_xstrdup(value);
+    static struct fork_uint_key key = {
+        .name = "vhost-copy-auto-threshold", .what = "a frame size",
+        .min = THRESHOLD_MIN, .max = THRESHOLD_MAX, .zero_ok = true,
+        .suffix = " bytes (or 0 to learn)",
+    };
+    uint32_t cur;
+    unsigned int thr;
 
     atomic_read_relaxed(&threshold, &cur);
-    if (value && value[0]) {
-        unsigned int v;
-
-        if (!str_to_uint(value, 10, &v)
-            || (v && (v < THRESHOLD_MIN || v > THRESHOLD_MAX))) {
-            VLOG_ERR("other_config:vhost-copy-auto-threshold \"%s\" is not "
-                     "a frame size from %d to %d bytes (or 0 to learn); "
-                     "keeping %"PRIu32, value, THRESHOLD_MIN, THRESHOLD_MAX,
-                     cur);
-            return;
-        }
-        thr = v;
-    }
-    if (thr != cur) {
+    if (fork_uint_key_read(&key, ovs_other_config, 0, cur, &thr)
+        && thr != cur) {
         atomic_store_relaxed(&threshold, thr);
         if (thr) {
-            VLOG_INFO("vhost copy mode auto: DMA for frames of %"PRIu32
-                      " bytes and more (pinned threshold)", thr);
+            VLOG_INFO("vhost copy mode auto: DMA for frames of %u bytes and "
+                      "more (pinned threshold)", thr);
         } else {
             VLOG_INFO("vhost copy mode auto: learning the copy path from "
                       "measured costs");

@@ -104,6 +104,8 @@ def test_bad_config_values_change_nothing(sandbox_factory):
     keys = [("Open_vSwitch", ".", "other_config:vhost-copy-mode"),
             ("Open_vSwitch", ".", "other_config:vhost-copy-auto-threshold"),
             ("Open_vSwitch", ".", "other_config:pmd-defer-recheck-max-us"),
+            ("Open_vSwitch", ".", "other_config:pmd-defer-max-items"),
+            ("Open_vSwitch", ".", "other_config:dma-stall-timeout"),
             ("Interface", "v0", "options:vhost-copy-mode")]
     values = ["warp", "-1", "99999999999999999999", "%s%n", "x" * 3000,
               "1e3", "0x10"]
@@ -123,6 +125,8 @@ def test_bad_config_values_change_nothing(sandbox_factory):
     for key in ("other_config:vhost-copy-mode",
                 "other_config:vhost-copy-auto-threshold",
                 "other_config:pmd-defer-recheck-max-us",
+                "other_config:pmd-defer-max-items",
+                "other_config:dma-stall-timeout",
                 "options:vhost-copy-mode"):
         assert re.search(re.escape(key) + r' "[^"]*" ', log) or (
             'invalid %s "' % key) in log, key
