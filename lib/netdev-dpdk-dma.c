@@ -381,6 +381,41 @@ netdev_dpdk_dma_busy(uint64_t mask)
 }
 
 uint64_t
+netdev_dpdk_dma_caught_up(uint64_t mask, int ms)
+{
+    uint64_t target[RTE_DMADEV_DEFAULT_MAX] = { 0 };
+    uint64_t pending = 0, done = 0;
+    long long int deadline = time_msec() + ms;
+
+    for (uint64_t m = mask; m; m = zero_rightmost_1bit(m)) {
+        int id = rightmost_1bit_idx(m);
+        struct rte_dma_stats st;
+
+        if (id < RTE_DMADEV_DEFAULT_MAX
+            && !rte_dma_stats_get(id, NETDEV_DPDK_DMA_VCHAN, &st)) {
+            target[id] = st.submitted;
+            pending |= UINT64_C(1) << id;
+        }
+    }
+    for (;;) {
+        for (uint64_t m = pending; m; m = zero_rightmost_1bit(m)) {
+            int id = rightmost_1bit_idx(m);
+            struct rte_dma_stats st;
+
+            if (!rte_dma_stats_get(id, NETDEV_DPDK_DMA_VCHAN, &st)
+                && st.completed + st.errors >= target[id]) {
+                done |= UINT64_C(1) << id;
+            }
+        }
+        pending &= ~done;
+        if (!pending || time_msec() >= deadline) {
+            return done;
+        }
+        xnanosleep(100 * 1000);
+    }
+}
+
+uint64_t
 netdev_dpdk_dma_reported(uint64_t mask)
 {
     uint64_t n = 0;

@@ -66,6 +66,11 @@ void netdev_dpdk_dma_set_config(const struct smap *ovs_other_config);
  * failed one not collected). */
 uint64_t netdev_dpdk_dma_busy(uint64_t mask);
 
+/* The dmadevs in 'mask' that, within 'ms' milliseconds, completed (or
+ * failed) every copy submitted to them before the call: they no longer
+ * hold any copy that was in flight then. */
+uint64_t netdev_dpdk_dma_caught_up(uint64_t mask, int ms);
+
 /* The completions the dmadevs in 'mask' reported so far, in all. */
 uint64_t netdev_dpdk_dma_reported(uint64_t mask);
 

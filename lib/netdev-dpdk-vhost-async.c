@@ -1193,18 +1193,30 @@ clear_vq(struct vhost_async *async, int vid, int vring, bool locked,
     return done;
 }
 
-/* The engines that may hold copies of 'copies' and still have some in
- * flight: those a clear that gave up must fence.  (All of them if none
- * says so: the copies are somewhere.) */
+/* How long stuck_engines() gives an engine that is still busy to complete
+ * what it holds. */
+#define CAUGHT_UP_MS 10
+
+/* The engines that may hold copies of 'copies': those a clear that gave
+ * up must fence.  They are those that are out of service already or still
+ * busy (all of them if none is: the copies are somewhere), but not those
+ * that complete, within CAUGHT_UP_MS, every copy they were given so far:
+ * the vring's copies on such an engine are done, only not returned yet,
+ * behind another engine's (vhost returns a vring's copies in order). */
 static uint64_t
 stuck_engines(const struct vhost_vq_copies *copies)
 {
-    uint64_t mask, busy;
+    uint64_t mask, retired, stuck;
 
     atomic_read_relaxed(&CONST_CAST(struct vhost_vq_copies *, copies)
                         ->dma_mask, &mask);
-    busy = netdev_dpdk_dma_busy(mask);
-    return busy ? busy : mask;
+    retired = mask & netdev_dpdk_dma_retired();
+    stuck = netdev_dpdk_dma_busy(mask) | retired;
+    if (!stuck) {
+        stuck = mask;
+    }
+    return stuck & ~netdev_dpdk_dma_caught_up(stuck & ~retired,
+                                              CAUGHT_UP_MS);
 }
 
 /* Clears vring 'vring' as clear_vq() does, for an event after which vhost
@@ -1261,10 +1273,7 @@ clear_all(struct vhost_async *async, int vid, unsigned int dirs_mask,
             int n = clear_vq_fenced(async, vid, vr, false, deadline, why);
 
             if (n && stuck) {
-                uint64_t mask;
-
-                atomic_read_relaxed(&copies->dma_mask, &mask);
-                *stuck |= mask;
+                *stuck |= stuck_engines(copies);
             }
             left += n;
         } else if (!clear_vq(async, vid, vr, false, deadline)) {
@@ -1276,10 +1285,10 @@ clear_all(struct vhost_async *async, int vid, unsigned int dirs_mask,
                      vq_name(vr, name), DRAIN_TIMEOUT_MS, why);
             left += MAX(n, 0);
             if (stuck) {
-                uint64_t mask;
-
-                atomic_read_relaxed(&copies->dma_mask, &mask);
-                *stuck |= mask;
+                /* Not an engine that completed all it had: its copies of
+                 * this vring may be done, only unreturned behind another
+                 * engine's (vhost returns them in order). */
+                *stuck |= stuck_engines(copies);
             }
         }
     }

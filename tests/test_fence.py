@@ -453,3 +453,87 @@ def test_stalled_engine_watchdog(sandbox_factory, mode):
     counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] == 0, counters
     assert counters["DMA CPU fallbacks"] > 0, counters
+
+
+def pmd_engine(sb, core):
+    """The dmadev that the PMD thread on 'core' took."""
+    with open(sb.vswitchd_log) as f:
+        m = re.findall(r"PMD thread on core %d uses dmadev (\S+) " % core,
+                       f.read())
+    assert m, "the PMD on core %d took no dmadev" % core
+    return m[-1]
+
+
+def test_wedge_while_auto_leaves_dma(sandbox_factory):
+    """Two PMDs, each with its own engine, send into v1's only Tx queue in
+    auto (pinned to DMA).  Engine A holds copies of that queue; the
+    threshold goes up, so the queue leaves DMA and puts aside what comes
+    until its copies are done.  Then A fails a copy and goes out of
+    service: its copies never complete, and B's, behind them in the
+    queue's order, never retire.  The queue used to stay leaving for good
+    (the leaving branch returned before the wedge check), putting aside
+    or dropping everything, its device never reset.  The wedge must be
+    seen: v1 is reset once, and the port carries verified traffic again.
+    B, which completed all it had, stays in service: the reset used to
+    take out every engine that had ever copied for the queue."""
+    sb = sandbox_factory(ports=2, dma=2, dma_driver="dma_swcopy",
+                         pmd_cpus=[0, 1],
+                         other_config={"vhost-copy-auto-threshold": "64"})
+    sb.vsctl("set", "Interface", "v0",
+             "other_config:pmd-rxq-affinity=0:0,1:1")
+    sb.vsctl("set", "Interface", "v1", "other_config:pmd-rxq-affinity=0:1")
+    sb.set_copy_mode("auto")
+    engine_a, engine_b = pmd_engine(sb, 0), pmd_engine(sb, 1)
+    assert engine_a != engine_b
+    # v0's two queues, polled by the two PMDs, both send into v1's queue.
+    g = sb.start_guest([("v0", "gen+sink", 2), ("v1", "loop", 1)],
+                       ["--size", 512, "--rate", 2000, "--duration", 60,
+                        "--wait-link", 60, "--progress", 0, "--warmup", 0])
+    traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
+    executed = {e: sb.swcopy_state(e)["copies executed"]
+                for e in (engine_a, engine_b)}
+    wait_until(lambda: all(sb.swcopy_state(e)["copies executed"]
+                           != executed[e] for e in executed), 10,
+               lambda: "not both engines copy: %s"
+               % {e: sb.swcopy_state(e) for e in executed})
+    probe = Responsiveness(sb)
+    probe.start()
+
+    def v1_inflight(sb):
+        return sum(sb.txq_inflight()["v1"].values())
+    held = hold_copies(sb, n=16, engines=(engine_a,), count=v1_inflight)
+    leaving = sb.coverage("vhost_async_auto_leaving")
+    sb.vsctl("set", "Open_vSwitch", ".",
+             "other_config:vhost-copy-auto-threshold=4096")
+    wait_until(lambda: sb.coverage("vhost_async_auto_leaving") > leaving,
+               10, "the queue did not leave DMA")
+    sb.swcopy("fail", engine_a, 1)
+    sb.swcopy("release", engine_a)
+    wait_until(lambda: log_count(sb, "dmadev %s taken out of service: a "
+                                 "copy failed" % engine_a), 10,
+               lambda: sb.appctl("netdev-dpdk/dmadev-show"), interval=0.2)
+    # B stays in service, so only the wedge check can see that v1's queue
+    # waits for copies that never come back.
+    wait_until(lambda: "resets for a failed DMA engine: 1" in sb.appctl(
+        "netdev-dpdk/vhost-copy-mode-get", "v1"), 15,
+        lambda: "v1 was never reset: %s" % sb.appctl(
+            "netdev-dpdk/vhost-copy-mode-get", "v1"), interval=0.2)
+    probe.finish()
+    res = stop_guest(g)
+    print("%d copies held on %s; v1 reset; guest: %d received, %d lost"
+          % (held, engine_a, res["rx_pkts"], res["lost"]))
+    assert log_count(sb, "resetting the vhost-user connection") >= 1
+    # B completed every copy it had: the reset must not fence it for
+    # copies of A that it could not return past.
+    assert "out of service" not in dmadev_state(sb, engine_b), \
+        dmadev_state(sb, engine_b)
+    assert log_count(sb, "dmadev %s taken out of service" % engine_b) == 0
+    assert sb.vswitchd_alive()
+    sb.vsctl("set", "Open_vSwitch", ".",
+             "other_config:vhost-copy-auto-threshold=64")
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    # B still copies (for the PMD on core 1), A's PMD on the CPU.
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] > 0, counters
+    assert counters["DMA CPU fallbacks"] > 0, counters
