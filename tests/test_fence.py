@@ -209,7 +209,7 @@ def leaving_run(sb, n_outs, duration=20):
         probe.finish()
     finally:
         t.join(120)
-    run = traffic.check(result["run"])
+    run = traffic.check(result["run"], others=n_outs)
     foreign = run["guest"]["foreign"]
     dropped = max(0, run["switch_dropped"] - run["guest"]["lost"])
     print("packet-outs: %d sent, %d reached the guest, %d more drops"
@@ -415,12 +415,14 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
 def test_stalled_engine_watchdog(sandbox_factory, mode):
     """An engine that simply stops completing, without reporting an error
     (held, no time limit), while the guest stays connected: the health
-    watch notices it after other_config:dma-stall-timeout (500 ms here),
-    fences it (its held copies are dropped, never executed), logs it once,
-    and the queues behind it are reset onto the CPU; nothing waits for a
-    clear to time out.  Releasing the hold afterwards changes nothing."""
+    watch notices it after other_config:dma-stall-timeout (1500 ms here:
+    long enough for the held copies to pile up first, also on a loaded
+    machine), fences it (its held copies are dropped, never executed),
+    logs it once, and the queues behind it are reset onto the CPU;
+    nothing waits for a clear to time out (2000 ms).  Releasing the hold
+    afterwards changes nothing."""
     sb = lifecycle_sandbox(sandbox_factory, mode,
-                           other_config={"dma-stall-timeout": "500"})
+                           other_config={"dma-stall-timeout": "1500"})
     baseline(sb)
     g = start_traffic(sb)
     time.sleep(1.5)
