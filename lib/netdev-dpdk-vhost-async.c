@@ -2887,7 +2887,7 @@ format_port(struct ds *reply, const struct vhost_async *async)
          * while it waits for an engine: then skip their counts. */
         if (rings_locked && async->txqs[qid].ring) {
             ds_put_format(reply, copy_modes[cur].puts_aside
-                                 ? ", %u packets put aside, txq locked"
+                                 ? ", %u packets put aside"
                                  : ", %u packets in ring",
                           rte_ring_count(async->txqs[qid].ring));
         }

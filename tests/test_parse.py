@@ -47,12 +47,12 @@ MODE_GET = """\
 v0: defer (from ovs-appctl)
   Rx: cpu (from default)
   live migration: blocked: its socket is registered for async copies
-  txq 0: 12 copies in flight, 4095 packets put aside, txq locked
+  txq 0: 12 copies in flight, 4095 packets put aside
   txq 1: 0 copies in flight
 v1: auto (from options:vhost-copy-mode)
   Rx: dma (from ovs-appctl)
   live migration: blocked: its socket is registered for async copies
-  txq 0: dma, 3 switches to cpu, 2 to dma; 7 copies in flight, 0 packets put aside, txq locked
+  txq 0: dma, 3 switches to cpu, 2 to dma; 7 copies in flight, 0 packets put aside
   rxq 0: 5 copies in flight
 available: cpu, v3, ring, defer, auto
 available Rx: cpu, dma, auto

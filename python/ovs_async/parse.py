@@ -149,7 +149,7 @@ def txq_inflight(text):
 
 
 def txq_put_aside(text):
-    """{port: {txq: packets put aside, txq locked}} from
+    """{port: {txq: packets put aside}} from
     vhost-copy-mode-get ('defer' and 'auto')."""
     return queue_counts(text, "txq", "packets put aside")
 
