@@ -43,3 +43,26 @@ noinst_PROGRAMS += tests/test-vhost-vring-state
 tests_test_vhost_vring_state_SOURCES = tests/test-vhost-vring-state.c
 tests_test_vhost_vring_state_LDADD = lib/libopenvswitch.la
 endif
+
+# What the tests of the sanitizer build run (Makefile.am, SANITIZE_TESTS):
+# "make ovs-sanitize" builds only these, and the generated sources they
+# need, rather than all of upstream's tree (ovstest and the other test
+# programs, vtep, ...), which the sanitizer build never runs.
+FORK_SANITIZE_TARGETS = \
+	vswitchd/ovs-vswitchd \
+	ovsdb/ovsdb-server \
+	ovsdb/ovsdb-tool \
+	utilities/ovs-appctl \
+	utilities/ovs-dpctl \
+	utilities/ovs-ofctl \
+	utilities/ovs-vsctl
+if DPDK_NETDEV
+FORK_SANITIZE_TARGETS += \
+	utilities/ovs-vhost-guest \
+	tests/test-dma-swcopy \
+	tests/test-vhost-frame \
+	tests/test-vhost-vring-state
+endif
+.PHONY: fork-sanitize-programs
+fork-sanitize-programs: $(BUILT_SOURCES)
+	$(MAKE) $(AM_MAKEFLAGS) $(FORK_SANITIZE_TARGETS)
