@@ -284,3 +284,37 @@ def test_auto_keeps_off_an_engine_that_fell_behind(sandbox_factory, kind):
         assert sb.coverage("vhost_async_auto_leaving") > 0
     traffic.check(result["run"])
     assert result["run"]["guest"]["reordered"] == 0, result["run"]["guest"]
+
+
+def test_auto_does_not_charge_the_engine_for_a_slow_guest(sandbox_factory):
+    """A guest that takes none of its packets: the guest on v0 waits,
+    connected, before its run (--hold) and polls nothing, so v0's vring
+    fills and the switch drops, and counts, what else it sends there.  On
+    auto's DMA path, with few copies in flight, those drops are the
+    guest's doing, not the engine's: auto must not record the engine as
+    fallen behind (a DMA backlog/drop event, and a capacity that keeps
+    later bursts off DMA), as it does not charge the CPU path for the same
+    drops.  The state is made on purpose: copies were submitted to v0 and
+    v0 dropped.  auto learns here (a pinned threshold records nothing)."""
+    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
+    sb.set_copy_mode("auto")
+    idle = ["--warmup", 0, "--wait-link", 60, "--progress", 0]
+    slow = sb.start_guest([("v0", "gen+sink")],
+                          ["--hold", 120, "--duration", 1] + idle)
+    traffic.wait_for(slow, lambda: slow.log_has("waiting for SIGUSR1"), 60,
+                     "waiting")
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    dropped = sb.port_stats()["v0"]["tx_dropped"]
+    # v1's frames go to v0 (the loop topology): none comes back.
+    gen = sb.start_guest([("v1", "gen+sink")],
+                         ["--size", 1518, "--rate", 20000, "--duration", 4]
+                         + idle)
+    gen.wait(timeout=90)
+    now = sb.port_stats()["v0"]["tx_dropped"]
+    slow.stop()
+    counters = sb.pmd_counters()
+    assert counters["DMA copies submitted"] > 0, counters
+    assert now > dropped + 1000, (dropped, now)
+    q = auto_queues(sb, "v0")[0]
+    print(q["text"])
+    assert q["events"] == 0 and not q["cap"], q["text"]
