@@ -190,6 +190,20 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
+def shared_txq_sandbox(factory, dma):
+    """A sandbox in auto, pinned to DMA, where two PMDs (cores 0 and 1)
+    both send into v1's only Tx queue: they poll v0's two Rx queues (a
+    guest with two queues on v0), and the PMD on core 1 polls v1's.
+    'dma' engines (dma_swcopy)."""
+    sb = factory(ports=2, dma=dma, dma_driver="dma_swcopy", pmd_cpus=[0, 1],
+                 other_config={"vhost-copy-auto-threshold": "64"})
+    sb.vsctl("set", "Interface", "v0",
+             "other_config:pmd-rxq-affinity=0:0,1:1")
+    sb.vsctl("set", "Interface", "v1", "other_config:pmd-rxq-affinity=0:1")
+    sb.set_copy_mode("auto")
+    return sb
+
+
 def pairwise(first, second, third):
     """The (f, s, t) of a three-parameter matrix whose third parameter has
     two values, covering every pair of values of any two parameters once:

@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from conftest import shared_txq_sandbox
 from ovs_async import parse, traffic
 from ovs_async.wait import wait_until
 
@@ -206,13 +207,7 @@ def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):
     """Two PMDs send into v1's only txq; only one has a DMA engine.  With
     the choice pinned to DMA, the engine-less PMD's CPU copies are
     fallbacks and must not move the shared queue to the CPU."""
-    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
-                         pmd_cpus=[0, 1],
-                         other_config={"vhost-copy-auto-threshold": "64"})
-    sb.vsctl("set", "Interface", "v0",
-             "other_config:pmd-rxq-affinity=0:0,1:1")
-    sb.vsctl("set", "Interface", "v1", "other_config:pmd-rxq-affinity=0:1")
-    sb.set_copy_mode("auto")
+    sb = shared_txq_sandbox(sandbox_factory, dma=1)
     sb.clear_pmd_stats()
     g = traffic.start_held(sb, [("v0", "gen+sink", 2), ("v1", "loop", 1)],
                            ["--size", 256, "--duration", 2])

@@ -35,6 +35,7 @@ import time
 
 import pytest
 
+from conftest import shared_txq_sandbox
 from ovs_async import traffic
 from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
@@ -478,13 +479,7 @@ def test_wedge_while_auto_leaves_dma(sandbox_factory):
     seen: v1 is reset once, and the port carries verified traffic again.
     B, which completed all it had, stays in service: the reset used to
     take out every engine that had ever copied for the queue."""
-    sb = sandbox_factory(ports=2, dma=2, dma_driver="dma_swcopy",
-                         pmd_cpus=[0, 1],
-                         other_config={"vhost-copy-auto-threshold": "64"})
-    sb.vsctl("set", "Interface", "v0",
-             "other_config:pmd-rxq-affinity=0:0,1:1")
-    sb.vsctl("set", "Interface", "v1", "other_config:pmd-rxq-affinity=0:1")
-    sb.set_copy_mode("auto")
+    sb = shared_txq_sandbox(sandbox_factory, dma=2)
     engine_a, engine_b = pmd_engine(sb, 0), pmd_engine(sb, 1)
     assert engine_a != engine_b
     # v0's two queues, polled by the two PMDs, both send into v1's queue.
