@@ -70,16 +70,9 @@ HOLD_RELEASE_MS = 300
 # FLOW_WAIT_S: the switch recovered.
 FLOW_WAIT_S = 10
 
-# What the guest's virtio-user driver (DPDK 22.11, vhost-user server mode)
-# logs when it fails to take the switch's new connection after a port is
-# re-added (its interrupt handling, or the handshake, breaks): its port
-# then stays down for good, whatever the switch does.  Only with one of
-# these in the guest's log does the soak restart the guest (counted in the
-# summary) instead of failing; traffic must flow after that.
-GUEST_RECONNECT_FAILED = (
-    "virtio_user_dev_delayed_disconnect_handler(): interrupt unregister "
-    "failed",
-    "virtio_user_dev_server_reconnect(): get_features failed")
+# Only with one of traffic.GUEST_RECONNECT_FAILED in the guest's log does
+# the soak restart the guest (counted in the summary) instead of failing;
+# traffic must flow after that.
 
 
 
@@ -230,7 +223,12 @@ class Soak(object):
     def hold(self):
         """Holds the engine until copies are in flight (or a bound);
         returns how many were."""
-        self.sb.swcopy("hold", ENGINE)
+        # Timed from the start: if the soak itself stalls here (an appctl
+        # call that waits for a busy main thread), the hold still ends,
+        # and the health watch does not take the engine out of service
+        # for a hold nobody meant to last.
+        self.sb.swcopy("hold", ENGINE,
+                       int(HOLD_WAIT_S * 1000) + HOLD_RELEASE_MS)
         deadline = time.time() + HOLD_WAIT_S
         n = self.in_flight()
         while n < HOLD_COPIES and time.time() < deadline:
@@ -263,8 +261,7 @@ class Soak(object):
                     return
                 # A port re-added restarts its counters.
                 before = [min(n, b) for n, b in zip(now, before)]
-            if attempt == 1 and any(self.guest.log_has(text)
-                                    for text in GUEST_RECONNECT_FAILED):
+            if attempt == 1 and traffic.reconnect_failed(self.guest):
                 self.summary["guest_reconnect_failures"] += 1
                 self.trace("the guest's virtio-user did not reconnect "
                            "after %s; restarting the guest" % what)

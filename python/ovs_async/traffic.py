@@ -140,6 +140,22 @@ def summarize(res, pmds, dropped, returncode):
             "returncode": returncode}
 
 
+# What the guests' virtio-user driver (DPDK 22.11, vhost-user server
+# mode) logs when it fails to take the switch's new connection after the
+# switch registered a port's socket again (a port re-added, a reset, a
+# migration's preparation): its interrupt handling or the handshake
+# breaks, and its port stays down for good, whatever the switch does.
+GUEST_RECONNECT_FAILED = (
+    "virtio_user_dev_delayed_disconnect_handler(): interrupt unregister "
+    "failed",
+    "virtio_user_dev_server_reconnect(): get_features failed")
+
+
+def reconnect_failed(guest):
+    """True if 'guest' logged that its virtio-user did not reconnect."""
+    return any(guest.log_has(text) for text in GUEST_RECONNECT_FAILED)
+
+
 def check(run, others=0):
     """Raises SandboxError unless 'run' (a loop_run() or finish() result)
     is verified: no frame corrupted, duplicated or misdelivered, every
