@@ -1224,10 +1224,11 @@ stuck_engines(const struct vhost_vq_copies *copies)
  * engines do not finish by 'deadline', fences them (they finish or drop
  * what they hold, and run no copy afterwards) and takes what they
  * finished.  Returns the copies still in flight then (logged), which can
- * never complete. */
+ * never complete, and adds the engines it fenced for them to '*stuckp' if
+ * 'stuckp' is not NULL. */
 static int
 clear_vq_fenced(struct vhost_async *async, int vid, int vring, bool locked,
-                long long int deadline, const char *why)
+                long long int deadline, const char *why, uint64_t *stuckp)
 {
     uint64_t stuck;
     char name[16];
@@ -1246,6 +1247,9 @@ clear_vq_fenced(struct vhost_async *async, int vid, int vring, bool locked,
                  "DMA engine did not complete them and was stopped",
                  async->name, left, vq_name(vring, name), DRAIN_TIMEOUT_MS,
                  why);
+        if (stuckp) {
+            *stuckp |= stuck;
+        }
     }
     return left;
 }
@@ -1270,12 +1274,8 @@ clear_all(struct vhost_async *async, int vid, unsigned int dirs_mask,
             continue;
         }
         if (fence) {
-            int n = clear_vq_fenced(async, vid, vr, false, deadline, why);
-
-            if (n && stuck) {
-                *stuck |= stuck_engines(copies);
-            }
-            left += n;
+            left += clear_vq_fenced(async, vid, vr, false, deadline, why,
+                                    stuck);
         } else if (!clear_vq(async, vid, vr, false, deadline)) {
             int n = vq_inflight(async, vid, vr, false);
             char name[16];
@@ -2227,7 +2227,8 @@ vhost_async_pre_message(int vid, const void *msg_)
             clear_vq_fenced(async, vid, vring, true,
                             time_msec() + DRAIN_TIMEOUT_MS,
                             msg->num ? "the guest asked to enable its vring"
-                            : "the guest asked to disable its vring");
+                            : "the guest asked to disable its vring",
+                            NULL);
         }
     }
     ovs_mutex_unlock(&vid_mutex);
@@ -2391,7 +2392,7 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
                         (in_mem_table[vid] ? mem_table_deadline[vid]
                          : time_msec() + DRAIN_TIMEOUT_MS),
                         in_mem_table[vid] ? "a memory table change"
-                        : "the guest disabled its vring");
+                        : "the guest disabled its vring", NULL);
     }
 
     if (!forward) {
