@@ -1378,6 +1378,17 @@ cpu_mode_send(struct vhost_async *async, int vid, int qid,
     return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries, false);
 }
 
+/* The calling thread's dmadev for Tx queue 'qid', or -1 if the thread has
+ * none or the queue's vring has no async channel: vhost refused to register
+ * it (see vhost_async_new_device()), and copies submitted into that vring
+ * could never be retired.  Then the queue copies on the CPU. */
+static int16_t
+txq_engine(const struct vhost_async *async, int qid)
+{
+    return (OVS_LIKELY(async->channel[TXQ_VRING(qid)])
+            ? netdev_dpdk_dma_get() : -1);
+}
+
 /* Submits 'cnt' packets of Tx queue 'qid' to dmadev 'dma'.  Returns the
  * number not taken by vhost (freed here). */
 static int
@@ -1431,7 +1442,7 @@ dma_or_cpu_send(struct vhost_async *async, int vid, int qid,
                 struct rte_mbuf **pkts, int cnt, int max_retries,
                 int *retries, int *n_dma)
 {
-    int16_t dma = netdev_dpdk_dma_get();
+    int16_t dma = txq_engine(async, qid);
     int dropped;
 
     if (dma < 0) {
@@ -1470,7 +1481,7 @@ auto_send(struct vhost_async *async, int vid, int qid,
           int *n_dma)
 {
     struct vhost_auto *a = &async->autos[qid];
-    int16_t dma = netdev_dpdk_dma_get();
+    int16_t dma = txq_engine(async, qid);
     enum vhost_auto_path cur, path;
     uint64_t bytes = 0;
     uint64_t start;
@@ -2264,10 +2275,26 @@ vhost_async_new_device(struct vhost_async *async, int vid)
     }
 
     memset(async->channel, 0, MAX_VRINGS * sizeof *async->channel);
-    set_channels(async, vid,
-                 ((mode_of(async)->dma ? DIR_BIT(DIR_TX) : 0)
-                  | (vhost_rx_mode_dma(get_rx_mode(async))
-                     ? DIR_BIT(DIR_RX) : 0)), true, false);
+    if (!set_channels(async, vid,
+                      ((mode_of(async)->dma ? DIR_BIT(DIR_TX) : 0)
+                       | (vhost_rx_mode_dma(get_rx_mode(async))
+                          ? DIR_BIT(DIR_RX) : 0)), true, false)) {
+        /* vhost keeps a vring's async state across a device reset (the
+         * guest rebooted) for as long as copies of it are in flight, and
+         * copies abandoned on an engine out of service stay in flight for
+         * good.  Copies submitted into that state would wait behind them
+         * forever: the vrings without a channel copy on the CPU (see
+         * txq_engine() and vhost_async_dequeue()), and the connection is
+         * reset, which frees that state.  (vhost 22.11 and 24.11 close
+         * the connection themselves when the guest enables such a vring,
+         * but a guest without protocol features never does.) */
+        VLOG_ERR("%s: vhost kept the async state of a vring whose copies "
+                 "were abandoned before the device was reset: copying on "
+                 "the CPU, and resetting the vhost-user connection",
+                 async->name);
+        atomic_store_relaxed(&async->reset_requested, true);
+        netdev_request_reconfigure(async->netdev);
+    }
     atomic_store_relaxed(&async->vid, vid);
 }
 

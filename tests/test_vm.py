@@ -31,6 +31,9 @@ from ovs_async.vm import VM, missing_tools
 from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
 
+from test_fence import dmadev_state, enable_engine
+from test_lifecycle import log_count
+
 ENGINE = "dma_swcopy0"
 
 # Copies in flight before an event: the Linux driver's receive vring has
@@ -403,3 +406,66 @@ def test_vm_mode_switch_during_tcp_stream(vms):
     print("TCP stream through %s: %s MBytes, %s Mbit/s"
           % (", ".join(modes), m.group(1), m.group(2)))
     fetch_verified(a, b)
+
+
+def test_vm_reboot_with_copies_abandoned(vms):
+    """vm-b reboots while the engine holds copies into it with no time
+    limit: the clear gives up at its deadline, the copies are abandoned
+    and the engine is fenced (issue 21, item 6).  vm-b's next life comes
+    on the same vhost-user connection, where vhost kept the async state of
+    the vring whose copies were abandoned.  Once the engine is enabled
+    again, vm-b must get verified traffic copied by the engine on every
+    queue: a healthy engine may never submit into that stale state, where
+    its copies could not retire behind the abandoned ones."""
+    sb, a, b = vms
+    set_mode(sb, "defer")
+    try:
+        set_pairs(sb, b, 1)
+        fetch_verified(a, b)
+        udp_stream(sb, a, b, 10)
+        probe = Responsiveness(sb)
+        probe.start()
+        held = hold_v1_copies(sb, txq=0)
+        b.send("reboot -f")
+        wait_until(lambda: log_count(sb, "DMA copies abandoned"), 20,
+                   lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+                   interval=0.2)
+        abandoned = sb.abandoned()
+        assert abandoned.get("v1", 0) >= HELD // 2, abandoned
+        assert "out of service" in dmadev_state(sb), dmadev_state(sb)
+        sb.swcopy("release", ENGINE)
+        probe.finish()
+        print("vm-b reboot: %d copies held, abandoned %s" % (held, abandoned))
+
+        b = serve(b)
+        # The dangerous moment came: vm-b's new life began on the
+        # connection whose vring kept the abandoned copies.  Either vhost
+        # refused the guest's enable of that vring and closed the
+        # connection (vhost 22.11 and 24.11 with a guest that negotiates
+        # protocol features, as QEMU does), which the client port opened
+        # again, or the switch found the stale state itself.
+        with open(sb.vswitchd_log) as f:
+            after = f.read().split("DMA copies abandoned", 1)[1]
+        closed = re.findall(r"v1\.sock' connection has been destroyed",
+                            after)
+        found = after.count("vhost kept the async state of a vring")
+        print("after the abandonment: v1's connection closed %d times, "
+              "stale async state found %d times" % (len(closed), found))
+        assert closed or found, after[:2000]
+        a.run("killall iperf3; true")
+        print(enable_engine(sb))
+        for pairs in (1, 2):
+            set_pairs(sb, b, pairs)
+            sb.appctl("dpif-netdev/pmd-stats-clear")
+            fetch_verified(a, b)
+            counters = sb.pmd_counters()
+            assert counters["DMA copies submitted"] > 0, counters
+            wait_until(lambda: not any(sb.txq_inflight()["v1"].values()),
+                       10, lambda: sb.appctl(
+                           "netdev-dpdk/vhost-copy-mode-get"), interval=0.1)
+        assert sb.vswitchd_alive()
+    finally:
+        sb.swcopy("release", ENGINE)
+        if "out of service" in dmadev_state(sb):
+            enable_engine(sb)
+        set_mode(sb, "cpu")
