@@ -70,9 +70,10 @@ HOLD_RELEASE_MS = 300
 # FLOW_WAIT_S: the switch recovered.
 FLOW_WAIT_S = 10
 
-# Only with one of traffic.GUEST_RECONNECT_FAILED in the guest's log does
-# the soak restart the guest (counted in the summary) instead of failing;
-# traffic must flow after that.
+# Only with one of traffic.GUEST_RECONNECT_FAILED (or, at its start,
+# traffic.GUEST_HANDSHAKE_FAILED) in the guest's log does the soak restart
+# the guest (counted in the summary) instead of failing; traffic must flow
+# after that.
 
 
 
@@ -141,20 +142,33 @@ class Soak(object):
         self.start_traffic()
 
     def start_traffic(self):
-        self.segments += 1
-        self.guest = self.sb.start_guest(
-            [("v0", "gen+sink"), ("v1", "loop")],
-            ["--size", self.size, "--duration", 100000, "--wait-link", 60,
-             "--progress", 0, "--warmup", 0],
-            name="soak%d" % self.segments)
-        # Signals of later events must find it up: during its start-up one
-        # would end it without a result.
-        deadline = time.time() + 60
-        while not self.guest.log_has("generating"):
-            if not self.guest.running() or time.time() > deadline:
-                raise SandboxError("guest %s did not start: %s" % (
-                    self.guest.name, self.guest.log_tail()))
-            time.sleep(0.05)
+        for attempt in (1, 2):
+            self.segments += 1
+            self.guest = self.sb.start_guest(
+                [("v0", "gen+sink"), ("v1", "loop")],
+                ["--size", self.size, "--duration", 100000, "--wait-link",
+                 60, "--progress", 0, "--warmup", 0],
+                name="soak%d" % self.segments)
+            # Signals of later events must find it up: during its start-up
+            # one would end it without a result.
+            deadline = time.time() + 60
+            while not self.guest.log_has("generating"):
+                if not self.guest.running() or time.time() > deadline:
+                    break
+                time.sleep(0.05)
+            else:
+                return
+            if attempt == 1 and traffic.handshake_failed(self.guest):
+                # Only this, from the guest's DPDK virtio-user: the switch
+                # (busy resetting a port) broke its connection during the
+                # guest's first handshake.
+                self.summary["guest_reconnect_failures"] += 1
+                self.trace("guest %s failed its first handshake; starting "
+                           "another" % self.guest.name)
+                self.guest.stop(sig=signal.SIGKILL)
+                continue
+            raise SandboxError("guest %s did not start: %s" % (
+                self.guest.name, self.guest.log_tail()))
 
     def end_traffic(self, kill=False):
         """Ends the guest: killed, or stopped and its result counted."""

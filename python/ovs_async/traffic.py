@@ -151,6 +151,19 @@ GUEST_RECONNECT_FAILED = (
     "virtio_user_dev_server_reconnect(): get_features failed")
 
 
+# What the guest's DPDK 22.11 virtio-user logs when the switch's connection
+# to its server socket broke during the first handshake: the guest exits.
+GUEST_HANDSHAKE_FAILED = (
+    "virtio_user_dev_init(): Failed to get device features",
+    "cannot create net_virtio_user")
+
+
+def handshake_failed(guest):
+    """True if 'guest' logged that its virtio-user failed its first
+    handshake with the switch."""
+    return any(guest.log_has(text) for text in GUEST_HANDSHAKE_FAILED)
+
+
 def reconnect_failed(guest):
     """True if 'guest' logged that its virtio-user did not reconnect."""
     return any(guest.log_has(text) for text in GUEST_RECONNECT_FAILED)
