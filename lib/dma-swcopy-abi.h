@@ -17,18 +17,22 @@
 #ifndef DMA_SWCOPY_ABI_H
 #define DMA_SWCOPY_ABI_H 1
 
-/* Mirror of the DPDK 22.11 driver-side ABI that dma-swcopy.c needs.
+/* Mirror of the DPDK 22.11 and 24.11 driver-side ABI that dma-swcopy.c
+ * needs.
  *
  * Debian's libdpdk-dev installs only the application-side headers of DPDK
- * 22.11: rte_dmadev_pmd.h, dev_driver.h and bus_vdev_driver.h are missing,
- * although the shared libraries export the symbols a driver needs with
- * version INTERNAL.  This header declares structures with the same memory
+ * 22.11 and 24.11: rte_dmadev_pmd.h, dev_driver.h and bus_vdev_driver.h
+ * are missing, although the shared libraries export the symbols a driver
+ * needs with version INTERNAL.  This header declares structures with the same memory
  * layout as DPDK's internal ones, under our own names, plus prototypes of
  * the internal functions written against those structures.
  *
  * The layouts were written by reading, at tag v22.11.11 (commit
  * ff0626010952913655a6df4c4e12fc386bea7fe4, the version Debian 12 ships;
- * identical at v22.11, commit f262f16087ea6a77357a915cf4c0d10ddc7b6562):
+ * identical at v22.11, commit f262f16087ea6a77357a915cf4c0d10ddc7b6562),
+ * and read again at tag v24.11.6 (Debian 13 ships 24.11.8, whose
+ * libdpdk-dev still lacks these headers): the structures below are the
+ * same there; only the public struct rte_dma_conf grew (see the checks):
  *
  *     lib/dmadev/rte_dmadev_pmd.h      struct rte_dma_dev_ops,
  *                                      struct rte_dma_dev_data,
@@ -62,9 +66,14 @@
 #include <rte_os.h>
 #include <rte_version.h>
 
-#if RTE_VERSION < RTE_VERSION_NUM(22, 11, 0, 0) \
-    || RTE_VERSION >= RTE_VERSION_NUM(22, 12, 0, 0)
-#error "dma-swcopy-abi.h mirrors DPDK 22.11 internals; check it first."
+#define SWCOPY_DPDK_22_11 \
+    (RTE_VERSION >= RTE_VERSION_NUM(22, 11, 0, 0) \
+     && RTE_VERSION < RTE_VERSION_NUM(22, 12, 0, 0))
+#define SWCOPY_DPDK_24_11 \
+    (RTE_VERSION >= RTE_VERSION_NUM(24, 11, 0, 0) \
+     && RTE_VERSION < RTE_VERSION_NUM(24, 12, 0, 0))
+#if !SWCOPY_DPDK_22_11 && !SWCOPY_DPDK_24_11
+#error "dma-swcopy-abi.h mirrors DPDK 22.11 and 24.11 internals; check it first."
 #endif
 
 /* ------------------------------------------------------------------------
@@ -207,8 +216,14 @@ _Static_assert(RTE_DEV_NAME_MAX_LEN == 64, "RTE_DEV_NAME_MAX_LEN changed");
 _Static_assert(RTE_DMADEV_DEFAULT_MAX == 64, "RTE_DMADEV_DEFAULT_MAX changed");
 _Static_assert(RTE_CACHE_LINE_SIZE == 64, "layouts assume 64-byte lines");
 _Static_assert(sizeof(void *) == 8, "layouts assume LP64");
+#if SWCOPY_DPDK_22_11
 _Static_assert(sizeof(struct rte_dma_conf) == 4,
                "struct rte_dma_conf changed");
+#else
+/* 24.11 added 'priority' (uint16_t) after 'enable_silent'. */
+_Static_assert(sizeof(struct rte_dma_conf) == 6,
+               "struct rte_dma_conf changed");
+#endif
 _Static_assert(sizeof(struct rte_dma_fp_object) == 128,
                "struct rte_dma_fp_object changed");
 _Static_assert(offsetof(struct rte_dma_fp_object, burst_capacity) == 56,
