@@ -224,8 +224,15 @@ _Static_assert(sizeof(struct rte_dma_conf) == 4,
 _Static_assert(sizeof(struct rte_dma_conf) == 6,
                "struct rte_dma_conf changed");
 #endif
+#if SWCOPY_DPDK_22_11
 _Static_assert(sizeof(struct rte_dma_fp_object) == 128,
                "struct rte_dma_fp_object changed");
+#else
+/* 24.11 dropped the reserved words and aligns it to one cache line: the
+ * stride of rte_dma_fp_objs[] follows the type, which is public. */
+_Static_assert(sizeof(struct rte_dma_fp_object) == 64,
+               "struct rte_dma_fp_object changed");
+#endif
 _Static_assert(offsetof(struct rte_dma_fp_object, burst_capacity) == 56,
                "struct rte_dma_fp_object changed");
 

@@ -243,7 +243,7 @@ swcopy_log(uint32_t level, const char *format, ...)
     va_start(args, format);
     vsnprintf(msg, sizeof msg, format, args);
     va_end(args);
-    rte_log(level, swcopy_logtype >= 0 ? swcopy_logtype : RTE_LOGTYPE_PMD,
+    rte_log(level, swcopy_logtype >= 0 ? swcopy_logtype : RTE_LOGTYPE_USER1,
             "dma_swcopy: %s\n", msg);
 }
 
