@@ -29,6 +29,8 @@ import tempfile
 
 import pytest
 
+from ovs_async.sandbox import fork_version
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUNDLE = os.path.join(ROOT, "utilities", "ovs-async-bundle")
 PMD_DIR = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"
@@ -77,7 +79,7 @@ def test_bundle_is_self_contained(bundle):
     version = subprocess.run(
         [os.path.join(bundle, "build", "vswitchd", "ovs-vswitchd"),
          "--version"], capture_output=True, text=True, check=True).stdout
-    assert "3.1.0+async" in version, version
+    assert fork_version() in version, version
 
 
 def test_bundle_refuses_world_writable_place(bundle, tmp_path):

@@ -55,6 +55,28 @@ def build_dir():
     return d
 
 
+def upstream_version(build=None):
+    """The version of upstream Open vSwitch in build tree 'build' (the
+    fork's by default): "3.1.0" or "3.5.0"."""
+    with open(os.path.join(build or build_dir(), "configure.ac")) as f:
+        m = re.search(r"^AC_INIT\(openvswitch, *([0-9.]+)", f.read(), re.M)
+    if not m:
+        raise SandboxError("no upstream version in %s/configure.ac"
+                           % (build or build_dir()))
+    return m.group(1)
+
+
+def fork_version(build=None):
+    """The fork's version: upstream's with the suffix of lib/ovs-fork.h,
+    as every program of the build says it ("3.5.0+async")."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    with open(os.path.join(top, "lib", "ovs-fork.h")) as f:
+        m = re.search(r'^#define OVS_FORK_VERSION_SUFFIX "(.*)"$', f.read(),
+                      re.M)
+    return upstream_version(build) + (m.group(1) if m else "")
+
+
 def dpdk_drivers():
     """Folders of DPDK drivers for EAL to load ("-d"), from
     OVS_ASYNC_DPDK_DRIVERS: the bench bundle's, on a machine that may have

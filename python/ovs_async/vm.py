@@ -48,6 +48,10 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev",
            "net_failover", "virtio_net"]
 # Programs of the image besides busybox, and where they go.
 PROGRAMS = ["/usr/sbin/ethtool", "/usr/bin/iperf3"]
+# Libraries that glibc loads at run time, which ldd does not list: Debian
+# 13's iperf3 aborts at the end of a test ("libgcc_s.so.1 must be
+# installed for pthread_cancel to work") without this one.
+DLOPENED = ["libgcc_s.so.1"]
 PACKAGES = ["qemu-system-x86", "linux-image-amd64", "busybox-static",
             "ethtool", "iperf3"]
 
@@ -112,11 +116,22 @@ def _libraries(program):
 
 
 def _module(kver, name):
+    """The file of module 'name' of kernel 'kver', or None if the kernel
+    has it built in (Debian 13's has virtio and virtio_pci built in,
+    Debian 12's has them as modules)."""
     for ext in (".ko", ".ko.xz"):
         hits = glob.glob(os.path.join("/lib/modules", kver, "kernel", "**",
                                       name + ext), recursive=True)
         if hits:
             return hits[0]
+    try:
+        with open(os.path.join("/lib/modules", kver,
+                               "modules.builtin")) as f:
+            if any(os.path.basename(line.strip()) == name + ".ko"
+                   for line in f):
+                return None
+    except OSError:
+        pass
     raise VMError("kernel %s has no module %s" % (kver, name))
 
 
@@ -130,7 +145,8 @@ def image():
     kver = kernel_version()
     kernel = "/boot/vmlinuz-" + kver
     # What goes into the image, so that a changed /init is never stale.
-    key = hashlib.sha1(repr((INIT, MODULES, PROGRAMS)).encode()).hexdigest()
+    key = hashlib.sha1(repr((INIT, MODULES, PROGRAMS, DLOPENED))
+                       .encode()).hexdigest()
     initrd = os.path.join(CACHE, "initrd-%s-%d.img" % (kver, os.getpid()))
     stable = os.path.join(CACHE, "initrd-%s-%s.img" % (kver, key[:12]))
     if os.path.exists(stable):
@@ -142,14 +158,21 @@ def image():
                   "modules", "lib64", "lib/x86_64-linux-gnu", "etc"):
             os.makedirs(os.path.join(root, d), exist_ok=True)
         shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
+        libs = set(glob.glob("/lib/x86_64-linux-gnu/" + name)[0]
+                   for name in DLOPENED)
         for prog in PROGRAMS:
             shutil.copy(prog, root + prog)
-            for lib in _libraries(prog):
-                dest = root + lib
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                shutil.copy(lib, dest)
+            libs.update(_libraries(prog))
+        for lib in sorted(libs):
+            dest = root + lib
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copy(lib, dest)
+        modules = []
         for name in MODULES:
             src = _module(kver, name)
+            if not src:
+                continue
+            modules.append(name)
             dest = os.path.join(root, "modules", name + ".ko")
             if src.endswith(".xz"):
                 with lzma.open(src) as f, open(dest, "wb") as out:
@@ -157,7 +180,7 @@ def image():
             else:
                 shutil.copy(src, dest)
         with open(os.path.join(root, "init"), "w") as f:
-            f.write(INIT % {"modules": " ".join(MODULES)})
+            f.write(INIT % {"modules": " ".join(modules)})
         os.chmod(os.path.join(root, "init"), 0o755)
         files = subprocess.run(["find", "."], cwd=root, capture_output=True,
                                check=True).stdout
