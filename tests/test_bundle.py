@@ -29,11 +29,10 @@ import tempfile
 
 import pytest
 
-from ovs_async.sandbox import fork_version
+from ovs_async.sandbox import dpdk_pmd_dir, fork_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUNDLE = os.path.join(ROOT, "utilities", "ovs-async-bundle")
-PMD_DIR = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +97,7 @@ def test_bench_from_bundle_without_dpdk(bundle, tmp_path):
     out = str(tmp_path / "results")
     script = ("mount -t tmpfs none %s && exec %s bench --modes cpu,defer/dma "
               "--sizes 512 --reps 1 --duration 1 --no-plots --out %s"
-              % (PMD_DIR, os.path.join(bundle, "run"), out))
+              % (dpdk_pmd_dir()[0], os.path.join(bundle, "run"), out))
     p = subprocess.run(["unshare", "--mount", "--propagation", "private",
                         "sh", "-c", script], capture_output=True, text=True,
                        timeout=600)

@@ -26,6 +26,7 @@ it chose, also after a failure, Ctrl-C or SIGTERM.
 
 import atexit
 import json
+import glob
 import os
 import re
 import shutil
@@ -75,6 +76,23 @@ def fork_version(build=None):
         m = re.search(r'^#define OVS_FORK_VERSION_SUFFIX "(.*)"$', f.read(),
                       re.M)
     return upstream_version(build) + (m.group(1) if m else "")
+
+
+def dpdk_pmd_dir():
+    """(directory, ABI) of the installed DPDK's drivers, which EAL loads
+    as plugins: ("/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0", "23.0") for
+    Debian 12's DPDK 22.11, "...pmds-25.0" for Debian 13's 24.11."""
+    dirs = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*"))
+    if not dirs:
+        raise SandboxError("no DPDK drivers in /usr/lib/x86_64-linux-gnu/"
+                           "dpdk: apt-get install dpdk")
+    return dirs[-1], dirs[-1].rsplit("pmds-", 1)[1]
+
+
+def dpdk_driver(name):
+    """The shared object of DPDK driver 'name' ("net_virtio")."""
+    pmd_dir, abi = dpdk_pmd_dir()
+    return os.path.join(pmd_dir, "librte_%s.so.%s" % (name, abi))
 
 
 def dpdk_drivers():
