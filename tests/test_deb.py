@@ -39,7 +39,7 @@ import tempfile
 
 import pytest
 
-from ovs_async.sandbox import fork_version
+from ovs_async.sandbox import dpdk_pmd_dir, fork_version
 from ovs_async.wait import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -129,8 +129,11 @@ def test_deb_install_select_run_remove(machine, tmp_path):
     deb = out.strip().splitlines()[-1]
     assert deb.endswith("_amd64.deb") and os.path.exists(deb), out
     control = sh("dpkg-deb -f %s" % deb)
-    for dep in ("openvswitch-switch (= ", "librte-vhost23", "librte-dmadev23",
-                "librte-dma-idxd23", "librte-dma-ioat23"):
+    # DPDK's libraries by its ABI: 23 for 22.11, 25 for 24.11.
+    abi = dpdk_pmd_dir()[1].split(".")[0]
+    for dep in ["openvswitch-switch (>= "] + [
+            "librte-%s%s" % (lib, abi)
+            for lib in ("vhost", "dmadev", "dma-idxd", "dma-ioat")]:
         assert dep in control, control
     files = sh("dpkg-deb -c %s" % deb)
     for path in (FORK_VSWITCHD, "/usr/bin/ovs-vhost-guest",
@@ -139,7 +142,11 @@ def test_deb_install_select_run_remove(machine, tmp_path):
                  "/usr/share/doc/openvswitch-switch-async/dsa.md"):
         assert "." + path in files, files
 
-    # 2. Stock openvswitch-switch, then the package, with apt.
+    # 2. Stock openvswitch-switch, then the package, with apt (whose
+    # package lists a fresh root, or machine, may not have yet).
+    if "Candidate: (none)" in sh("apt-cache policy openvswitch-switch") \
+            or not sh("apt-cache policy openvswitch-switch").strip():
+        sh("apt-get update -q")
     sh("apt-get install -y -q --no-install-recommends openvswitch-switch")
     assert alternative() == STOCK_VSWITCHD
     assert "+async" not in sh("ovs-vswitchd --version")

@@ -94,7 +94,10 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
             (["dma-swcopy/hold", "dma_swcopy0", "-1"], "invalid"),
             (["dma-swcopy/fail", "dma_swcopy0", "x" * 3000], "invalid"),
             (["dma-swcopy/delay", "dma_swcopy0", "1000001"], "invalid"),
-            (["netdev-dpdk/get-mempool-info", "v2"], "no mempool"),
+            # "no mempool" on 3.1 (patches/0012), upstream's own "Not
+            # allocated" on 3.5.
+            (["netdev-dpdk/get-mempool-info", "v2"],
+             ("no mempool", "Not allocated")),
             (["netdev-dpdk/dmadev-enable", "nosuch"], "no such dmadev"),
             (["netdev-dpdk/dmadev-enable", "dma_swcopy0"], "is in service"),
             (["netdev-dpdk/vhost-txq-hold", "v0", "600001"],
@@ -102,7 +105,9 @@ def test_appctl_fuzz_never_kills_the_switch(sandbox_factory):
             (["netdev-dpdk/vhost-txq-hold", "nosuch"],
              "nosuch is not a vhost-user port")]:
         r = sb.appctl_result(*args)
-        assert r.returncode != 0 and err in r.stderr, (args, r.stderr)
+        errs = err if isinstance(err, tuple) else (err,)
+        assert r.returncode != 0 and any(e in r.stderr for e in errs), (
+            args, r.stderr)
     assert calls > 1000
     # Nothing that the fuzz did stuck: engine running, modes as set.
     state = sb.swcopy_state("dma_swcopy0")
