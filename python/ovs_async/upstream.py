@@ -30,10 +30,11 @@ RESULT_RE = re.compile(r"^\s*(\d+): (.+?)\s+(ok|skipped|FAILED|expected "
 
 
 def run_suite(build, target, flags, log_path, timeout, extra=(),
-              echo=None):
+              echo=None, env=None):
     """Runs 'make -C build target TESTSUITEFLAGS=flags', writes its output
     to 'log_path' and returns (returncode, output).  With 'echo', every
-    line of output is also passed to it as it comes."""
+    line of output is also passed to it as it comes; 'env' adds to the
+    environment."""
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     argv = ["make", "-C", build, target, "PYTHON3=/usr/bin/python3",
             "TESTSUITEFLAGS=" + flags] + list(extra)
@@ -41,7 +42,8 @@ def run_suite(build, target, flags, log_path, timeout, extra=(),
     with open(log_path, "w") as log:
         p = subprocess.Popen(argv, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+                             start_new_session=True,
+                             env=dict(os.environ, **(env or {})))
         expired = []
 
         def kill():
