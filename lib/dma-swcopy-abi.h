@@ -23,9 +23,9 @@
  * Debian's libdpdk-dev installs only the application-side headers of DPDK
  * 22.11 and 24.11: rte_dmadev_pmd.h, dev_driver.h and bus_vdev_driver.h
  * are missing, although the shared libraries export the symbols a driver
- * needs with version INTERNAL.  This header declares structures with the same memory
- * layout as DPDK's internal ones, under our own names, plus prototypes of
- * the internal functions written against those structures.
+ * needs with version INTERNAL.  This header declares structures with the
+ * same memory layout as DPDK's internal ones, under our own names, plus
+ * prototypes of the internal functions written against those structures.
  *
  * The layouts were written by reading, at tag v22.11.11 (commit
  * ff0626010952913655a6df4c4e12fc386bea7fe4, the version Debian 12 ships;
@@ -73,7 +73,7 @@
     (RTE_VERSION >= RTE_VERSION_NUM(24, 11, 0, 0) \
      && RTE_VERSION < RTE_VERSION_NUM(24, 12, 0, 0))
 #if !SWCOPY_DPDK_22_11 && !SWCOPY_DPDK_24_11
-#error "dma-swcopy-abi.h mirrors DPDK 22.11 and 24.11 internals; check it first."
+#error "dma-swcopy-abi.h mirrors DPDK 22.11 and 24.11 internals."
 #endif
 
 /* ------------------------------------------------------------------------
@@ -219,17 +219,15 @@ _Static_assert(sizeof(void *) == 8, "layouts assume LP64");
 #if SWCOPY_DPDK_22_11
 _Static_assert(sizeof(struct rte_dma_conf) == 4,
                "struct rte_dma_conf changed");
-#else
-/* 24.11 added 'priority' (uint16_t) after 'enable_silent'. */
-_Static_assert(sizeof(struct rte_dma_conf) == 6,
-               "struct rte_dma_conf changed");
-#endif
-#if SWCOPY_DPDK_22_11
 _Static_assert(sizeof(struct rte_dma_fp_object) == 128,
                "struct rte_dma_fp_object changed");
 #else
-/* 24.11 dropped the reserved words and aligns it to one cache line: the
- * stride of rte_dma_fp_objs[] follows the type, which is public. */
+/* 24.11 added 'priority' (uint16_t) after 'enable_silent' to
+ * rte_dma_conf, and dropped the reserved words of rte_dma_fp_object, which
+ * it aligns to one cache line: the stride of rte_dma_fp_objs[] follows the
+ * type, which is public. */
+_Static_assert(sizeof(struct rte_dma_conf) == 6,
+               "struct rte_dma_conf changed");
 _Static_assert(sizeof(struct rte_dma_fp_object) == 64,
                "struct rte_dma_fp_object changed");
 #endif

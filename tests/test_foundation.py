@@ -24,19 +24,11 @@ import time
 import pytest
 
 from ovs_async import traffic
-from ovs_async.sandbox import Sandbox, SandboxError, fork_version
+from ovs_async.sandbox import (Sandbox, SandboxError, fork_define,
+                               fork_version)
 from ovs_async.wait import wait_until
 
 from conftest import TOP
-
-
-def fork_define(name):
-    """The string that lib/ovs-fork.h, the fork's identity, defines as
-    'name'."""
-    with open(os.path.join(TOP, "lib", "ovs-fork.h")) as f:
-        m = re.search(r'^#define %s "(.+)"$' % name, f.read(), re.M)
-    assert m, "lib/ovs-fork.h defines no %s" % name
-    return m.group(1)
 
 
 def test_one_version_identity(build, sandbox):

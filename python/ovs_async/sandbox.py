@@ -67,15 +67,22 @@ def upstream_version(build=None):
     return m.group(1)
 
 
-def fork_version(build=None):
-    """The fork's version: upstream's with the suffix of lib/ovs-fork.h,
-    as every program of the build says it ("3.5.0+async")."""
+def fork_define(name):
+    """The string that lib/ovs-fork.h, the fork's identity, defines as
+    'name'."""
     top = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     with open(os.path.join(top, "lib", "ovs-fork.h")) as f:
-        m = re.search(r'^#define OVS_FORK_VERSION_SUFFIX "(.*)"$', f.read(),
-                      re.M)
-    return upstream_version(build) + (m.group(1) if m else "")
+        m = re.search(r'^#define %s "(.+)"$' % name, f.read(), re.M)
+    if not m:
+        raise SandboxError("lib/ovs-fork.h defines no %s" % name)
+    return m.group(1)
+
+
+def fork_version(build=None):
+    """The fork's version: upstream's with the suffix of lib/ovs-fork.h,
+    as every program of the build says it ("3.5.0+async")."""
+    return upstream_version(build) + fork_define("OVS_FORK_VERSION_SUFFIX")
 
 
 def dpdk_pmd_dir():
