@@ -59,6 +59,7 @@ COVERAGE_DEFINE(vhost_async_swept);
 COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
+COVERAGE_DEFINE(vhost_async_stale_closed);
 
 /* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue) and of
  * Rx queue 'qid' (the guest's Tx virtqueue). */
@@ -2178,6 +2179,7 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
  * header, then (for SET_VRING_ENABLE) the vring state. */
 #define VHOST_USER_SET_MEM_TABLE 5
 #define VHOST_USER_SET_VRING_ENABLE 18
+#define VHOST_USER_NEED_REPLY (1u << 3)     /* In 'flags'. */
 struct vhost_user_vring_state_msg {
     uint32_t request;
     uint32_t flags;
@@ -2200,21 +2202,32 @@ struct vhost_user_vring_state_msg {
  *   buffers back to the guest, which then never gets them back, and the
  *   queue is dead once the guest enables it again.
  * - An enable: vhost 22.11 refuses to enable a vring with copies in
- *   flight, and closes the connection.  An enable of an enabled vring
- *   changes nothing, so it is passed over, and vhost tells the guest that
- *   it succeeded.  A disabled vring with copies in flight (after a clear
- *   that gave up on an engine) is cleared first. */
-bool
+ *   flight.  An enable of an enabled vring changes nothing, so it is
+ *   passed over, and vhost tells the guest that it succeeded.  A disabled
+ *   vring with copies in flight (after a clear that gave up on an engine)
+ *   is cleared first.
+ * - An enable of a vring whose async state vhost kept from the device's
+ *   previous life (a guest reset: vhost keeps 'vq->async' for as long as
+ *   copies of it are in flight), with copies in flight that no channel of
+ *   ours owns: they were abandoned on an engine out of service and never
+ *   retire.  vhost refuses the enable, and a guest that asked for a reply
+ *   (QEMU does) keeps its connection and a vring that vhost refuses to
+ *   enable for good: the guest cannot receive.  (vhost 22.11 closed the
+ *   connection on that refusal; 24.11 does only for a message without a
+ *   reply.)  So the connection is closed, which frees that state: the
+ *   client port connects again, and QEMU reconnects to a server port
+ *   with its "reconnect" option. */
+enum vhost_async_msg_verdict
 vhost_async_pre_message(int vid, const void *msg_)
 {
     const struct vhost_user_vring_state_msg *msg = msg_;
     bool enable_msg = msg->request == VHOST_USER_SET_VRING_ENABLE;
     uint32_t vring = enable_msg ? msg->index : UINT32_MAX;
-    bool handled = false;
+    enum vhost_async_msg_verdict verdict = VHOST_ASYNC_MSG_PASS;
     struct vhost_async *async;
 
     if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
-        return false;
+        return VHOST_ASYNC_MSG_PASS;
     }
     ovs_mutex_lock(&vid_mutex);
     in_mem_table[vid] = msg->request == VHOST_USER_SET_MEM_TABLE;
@@ -2233,7 +2246,7 @@ vhost_async_pre_message(int vid, const void *msg_)
             VLOG_DBG("%s: vring %"PRIu32" is enabled already: passing over "
                      "its enable, with copies in flight", async->name,
                      vring);
-            handled = true;
+            verdict = VHOST_ASYNC_MSG_DONE;
         } else {
             clear_vq_fenced(async, vid, vring, true,
                             time_msec() + DRAIN_TIMEOUT_MS,
@@ -2241,16 +2254,42 @@ vhost_async_pre_message(int vid, const void *msg_)
                             : "the guest asked to disable its vring",
                             NULL);
         }
+    } else if (enable_msg && msg->num && vring < MAX_VRINGS
+               && !(async && async->channel[vring])
+               && rte_vhost_async_get_inflight_thread_unsafe(vid, vring) > 0) {
+        char ifname[PATH_MAX];
+
+        if (rte_vhost_get_ifname(vid, ifname, sizeof ifname)) {
+            snprintf(ifname, sizeof ifname, "vid %d", vid);
+        }
+        COVERAGE_INC(vhost_async_stale_closed);
+        VLOG_ERR("%s: the guest enables vring %"PRIu32", where vhost kept "
+                 "the async state of DMA copies abandoned before the device "
+                 "was reset: closing the vhost-user connection, so that its "
+                 "next one starts clean", ifname, vring);
+        verdict = VHOST_ASYNC_MSG_CLOSE;
     }
     ovs_mutex_unlock(&vid_mutex);
-    return handled;
+    return verdict;
 }
 
 static enum rte_vhost_msg_result
-vhost_async_pre_msg(int vid, void *msg)
+vhost_async_pre_msg(int vid, void *msg_)
 {
-    return (vhost_async_pre_message(vid, msg)
-            ? RTE_VHOST_MSG_RESULT_OK : RTE_VHOST_MSG_RESULT_NOT_HANDLED);
+    struct vhost_user_vring_state_msg *msg = msg_;
+
+    switch (vhost_async_pre_message(vid, msg)) {
+    case VHOST_ASYNC_MSG_DONE:
+        return RTE_VHOST_MSG_RESULT_OK;
+    case VHOST_ASYNC_MSG_CLOSE:
+        /* vhost closes the connection after a failed message only if it
+         * owes the guest no reply. */
+        msg->flags &= ~VHOST_USER_NEED_REPLY;
+        return RTE_VHOST_MSG_RESULT_ERR;
+    case VHOST_ASYNC_MSG_PASS:
+    default:
+        return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+    }
 }
 
 static const struct rte_vhost_user_extern_ops vhost_async_extern_ops = {
@@ -2285,9 +2324,10 @@ vhost_async_new_device(struct vhost_async *async, int vid)
          * good.  Copies submitted into that state would wait behind them
          * forever: the vrings without a channel copy on the CPU (see
          * txq_engine() and vhost_async_dequeue()), and the connection is
-         * reset, which frees that state.  (vhost 22.11 and 24.11 close
-         * the connection themselves when the guest enables such a vring,
-         * but a guest without protocol features never does.) */
+         * reset, which frees that state.  (A guest that enables such a
+         * vring has its connection closed before this, see
+         * vhost_async_pre_message(), but a guest without protocol
+         * features never does.) */
         VLOG_ERR("%s: vhost kept the async state of a vring whose copies "
                  "were abandoned before the device was reset: copying on "
                  "the CPU, and resetting the vhost-user connection",

@@ -68,11 +68,17 @@ void vhost_async_destroy_device(struct vhost_async *, int vid);
  * change. */
 bool vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
 
-/* vhost's pre-message handler of a running device, registered by
- * vhost_async_new_device(): 'msg' is the vhost-user message that vhost is
- * about to handle.  Returns true if vhost must not handle it (it would
- * change nothing and fail). */
-bool vhost_async_pre_message(int vid, const void *msg);
+/* vhost's pre-message handler of a connection, registered by
+ * vhost_async_new_device() for as long as the connection lasts: 'msg' is
+ * the vhost-user message that vhost is about to handle. */
+enum vhost_async_msg_verdict {
+    VHOST_ASYNC_MSG_PASS,       /* vhost handles the message. */
+    VHOST_ASYNC_MSG_DONE,       /* vhost must not handle it: it would
+                                 * change nothing and fail. */
+    VHOST_ASYNC_MSG_CLOSE,      /* vhost must close the connection. */
+};
+enum vhost_async_msg_verdict vhost_async_pre_message(int vid,
+                                                     const void *msg);
 
 /* Datapath.  vhost_async_active() says whether the send path must go
  * through vhost_async_send() instead of rte_vhost_enqueue_burst(). */
