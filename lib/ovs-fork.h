@@ -22,7 +22,7 @@
  * This suffix is the one source of the fork's version.  Upstream's
  * configure.ac (patches/0006) and the fork's own configure.ac read it from
  * this line and append it to the upstream version, so VERSION is
- * "3.1.0+async" for everything built: "--version" of every program, the
+ * "3.5.0+async" for everything built: "--version" of every program, the
  * startup log lines, OpenFlow's software description, the man pages and the
  * Python library (python/ovs/version.py).  Bump it only together with
  * NEWS. */

@@ -58,7 +58,7 @@ def build_dir():
 
 def upstream_version(build=None):
     """The version of upstream Open vSwitch in build tree 'build' (the
-    fork's by default): "3.1.0" or "3.5.0"."""
+    fork's by default): "3.5.0"."""
     with open(os.path.join(build or build_dir(), "configure.ac")) as f:
         m = re.search(r"^AC_INIT\(openvswitch, *([0-9.]+)", f.read(), re.M)
     if not m:
@@ -87,8 +87,8 @@ def fork_version(build=None):
 
 def dpdk_pmd_dir():
     """(directory, ABI) of the installed DPDK's drivers, which EAL loads
-    as plugins: ("/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0", "23.0") for
-    Debian 12's DPDK 22.11, "...pmds-25.0" for Debian 13's 24.11."""
+    as plugins: ("/usr/lib/x86_64-linux-gnu/dpdk/pmds-25.0", "25.0") for
+    Debian 13's DPDK 24.11."""
     dirs = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*"))
     if not dirs:
         raise SandboxError("no DPDK drivers in /usr/lib/x86_64-linux-gnu/"
