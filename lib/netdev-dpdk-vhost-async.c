@@ -60,6 +60,7 @@ COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
 COVERAGE_DEFINE(vhost_async_stale_closed);
+COVERAGE_DEFINE(vhost_async_poll_busy);
 
 /* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue) and of
  * Rx queue 'qid' (the guest's Tx virtqueue). */
@@ -340,6 +341,7 @@ struct vhost_async_txq {
                                      * senders that found the lock taken. */
         ATOMIC(rte_spinlock_t *) tx_lock;   /* The queue's lock, for the
                                              * work items of those senders. */
+        rte_spinlock_t vq_lock;     /* See txq_vq_lock(). */
         /* Under the queue's lock: */
         bool leaving;               /* 'auto' leaves DMA: what is aside, and
                                      * every new packet behind it, waits for
@@ -752,6 +754,7 @@ vhost_async_create(struct netdev *netdev)
         atomic_init(&async->txqs[i].copies.dma_mask, 0);
         atomic_init(&async->txqs[i].orphaned, false);
         atomic_init(&async->txqs[i].tx_lock, NULL);
+        rte_spinlock_init(&async->txqs[i].vq_lock);
     }
 
     ovs_mutex_lock(&async_mutex);
@@ -929,7 +932,30 @@ retire(struct vhost_async *async, struct vhost_async_txq *txq,
     }
 }
 
-/* Polls the completions of Tx queue 'qid' on dmadev 'dma'. */
+/* The lock of Tx queue 'qid''s vring, taken around vhost's completion
+ * polls and clears of it.  Threads that do not hold the txq lock poll
+ * completions (the deferred work of every PMD that submitted on the
+ * queue, the PMD that polls the port's Rx queue in 'v3' and 'ring' modes),
+ * and vhost 24.11 no longer serializes them: it takes its vring lock
+ * shared for those calls (exclusive only for a submit), and they are not
+ * thread safe (22.11 took it exclusive).  Two polls at once corrupt the
+ * vring's async state and, with it, vhost's memory.  A PMD holds it only
+ * for a poll, which does not wait for vhost's lock: a clear by vhost's
+ * thread, which holds vhost's lock, may wait for it. */
+static inline void
+txq_vq_lock(struct vhost_async *async, int qid)
+{
+    rte_spinlock_lock(&async->txqs[qid].vq_lock);
+}
+
+static inline void
+txq_vq_unlock(struct vhost_async *async, int qid)
+{
+    rte_spinlock_unlock(&async->txqs[qid].vq_lock);
+}
+
+/* Polls the completions of Tx queue 'qid' on dmadev 'dma'.  Returns 0 if
+ * another thread is in the vring (as vhost 22.11 did): it polls. */
 static uint16_t
 poll_dma(struct vhost_async *async, int vid, int qid, int16_t dma)
 {
@@ -937,16 +963,20 @@ poll_dma(struct vhost_async *async, int vid, int qid, int16_t dma)
     struct rte_mbuf *pkts[POLL_BURST];
     uint16_t n;
 
+    if (!rte_spinlock_trylock(&txq->vq_lock)) {
+        COVERAGE_INC(vhost_async_poll_busy);
+        return 0;
+    }
     n = rte_vhost_poll_enqueue_completed(vid, TXQ_VRING(qid), pkts,
                                          POLL_BURST, dma,
                                          NETDEV_DPDK_DMA_VCHAN);
+    rte_spinlock_unlock(&txq->vq_lock);
     retire(async, txq, pkts, n);
     return n;
 }
 
 /* Polls the completions of Tx queue 'qid' on every dmadev that may hold
- * its copies (vhost serializes threads that share a dmadev).  Returns the
- * number of packets retired. */
+ * its copies.  Returns the number of packets retired. */
 static uint32_t
 poll_all(struct vhost_async *async, int vid, int qid)
 {
@@ -1145,6 +1175,12 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
             int16_t dma = rightmost_1bit_idx(mask);
             uint16_t n = UINT16_MAX;
 
+            /* A Tx vring's completion pollers hold its lock for one call
+             * at most (see txq_vq_lock()); an Rx vring's are held off by
+             * the caller (vhost_rx_lock()). */
+            if (!(vring % 2)) {
+                txq_vq_lock(async, vring / 2);
+            }
             if (locked) {
                 n = rte_vhost_clear_queue_thread_unsafe(
                     vid, vring, pkts, POLL_BURST, dma,
@@ -1157,6 +1193,9 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
                 locked = false;
                 n = rte_vhost_clear_queue(vid, vring, pkts, POLL_BURST, dma,
                                           NETDEV_DPDK_DMA_VCHAN);
+            }
+            if (!(vring % 2)) {
+                txq_vq_unlock(async, vring / 2);
             }
             cleared(async, vring, pkts, n);
             n_cleared += n;
@@ -1346,6 +1385,9 @@ cpu_send(struct vhost_async *async, int vid, int qid,
         } while (inflight(async, qid) > 0 && time_msec() <= deadline);
     }
     if (!inflight(async, qid)) {
+        /* A completion poller of another thread may still come into the
+         * vring, but with nothing left to complete vhost returns before
+         * it touches the vring. */
         do {
             int n = rte_vhost_enqueue_burst(vid, TXQ_VRING(qid),
                                             pkts + sent, cnt - sent);
