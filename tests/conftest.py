@@ -22,6 +22,7 @@ import itertools
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -126,6 +127,31 @@ def build():
     return build_dir()
 
 
+def dump_stacks(sb):
+    """Prints the stack of every thread of the sandbox's ovs-vswitchd, if
+    it still runs, and keeps them in its log folder: a test that failed on
+    a switch that hangs shows where (a CI run keeps only its output)."""
+    p = sb.procs.get("ovs-vswitchd")
+    if not p or p.poll() is not None or not shutil.which("gdb"):
+        return
+    try:
+        out = subprocess.run(
+            ["gdb", "-p", str(p.pid), "-batch", "-nx",
+             "-ex", "set pagination off", "-ex", "thread apply all bt 25"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            universal_newlines=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("ovs-vswitchd's stacks: gdb failed: %s" % e)
+        return
+    lines = [line for line in out.splitlines()
+             if line.startswith(("Thread ", "#"))]
+    if sb.dir and os.path.isdir(sb.logdir):
+        with open(os.path.join(sb.logdir, "ovs-vswitchd.stacks"), "w") as f:
+            f.write(out)
+    print("ovs-vswitchd's threads when the test failed:\n%s"
+          % "\n".join(lines[:600]))
+
+
 class Sandboxes(object):
     """Starts sandboxes for a fixture and stops them at its end, keeping
     (and naming) their logs if a test failed meanwhile."""
@@ -144,6 +170,8 @@ class Sandboxes(object):
 
     def stop(self, failed):
         for sb in self.made:
+            if failed:
+                dump_stacks(sb)
             # The logs are read for sanitizer reports before they go, and
             # stay if there was one: the test fails for it afterwards.
             sb.keep = True
@@ -238,25 +266,74 @@ QUICK = [
 ]
 
 
+# The tests that "make check" runs on the sanitizer build, and only there
+# ("pytest --build-set sanitize"; the normal build runs the others,
+# "--build-set normal"): the moments where memory goes away while copies
+# are in flight (a device, a guest, a bridge, the switch, an engine that
+# fails or never comes back), the copy-mode switches and disruptions under
+# traffic, and the real guests.  Each test runs on one build only, so that
+# the whole suite fits its time (README.md, "Quickstart").  Each pattern
+# must select at least one test.
+SANITIZER_TESTS = [
+    r"tests/test_lifecycle\.py::test_event_with_copies_held"
+    r"\[\w+-(port-readd|guest-kill|mem-table)-",
+    r"tests/test_lifecycle\.py::test_event_with_rx_copies_held"
+    r"\[\w+-(port-readd|guest-kill|mem-table)\]",
+    r"tests/test_lifecycle\.py::test_(bridge_delete|shutdown)_with_copies_held",
+    r"tests/test_lifecycle\.py::test_(guest_gone_with_engine_stuck|"
+    r"engine_error)\b",
+    r"tests/test_copy_modes\.py::test_(mode_switches|disruptions)"
+    r"_under_traffic\b",
+    r"tests/test_vm\.py::",
+    r"tests/test_vm_migrate\.py::",
+]
+
+
 def pytest_addoption(parser):
     parser.addoption("--quick", action="store_true",
                      help="run only the quick subset (tests/conftest.py, "
                      "QUICK)")
+    parser.addoption("--build-set", choices=["normal", "sanitize"],
+                     help="run only the tests of the normal build or of "
+                     "the sanitizer build (tests/conftest.py, SANITIZER_TESTS)")
+
+
+def test_id(item):
+    return os.path.relpath(item.fspath, TOP) + "::" + item.name
+
+
+def check_patterns(items, patterns, option):
+    """Fails if a pattern selects no test of its file, when that file was
+    collected."""
+    ids = [test_id(item) for item in items]
+    unused = [p for p in patterns
+              if any(re.match(p.split("::")[0] + "::", i) for i in ids)
+              and not any(re.match(p, i) for i in ids)]
+    if unused:
+        raise pytest.UsageError("%s: no test matches %s"
+                                % (option, ", ".join(unused)))
+
+
+def matches(item, patterns):
+    return any(re.match(p, test_id(item)) for p in patterns)
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--quick"):
-        return
-    patterns = [re.compile(p) for p in QUICK]
-    ids = [os.path.relpath(item.fspath, TOP) + "::" + item.name
-           for item in items]
-    unused = [p.pattern for p in patterns
-              if not any(p.match(i) for i in ids)]
-    if unused:
-        raise pytest.UsageError("--quick: no test matches %s"
-                                % ", ".join(unused))
-    keep = [item for item, i in zip(items, ids)
-            if any(p.match(i) for p in patterns)]
-    config.hook.pytest_deselected(
-        items=[item for item in items if item not in keep])
-    items[:] = keep
+    keep = items
+    if config.getoption("--quick"):
+        # Every pattern must select a test.
+        ids = [test_id(item) for item in items]
+        unused = [p for p in QUICK if not any(re.match(p, i) for i in ids)]
+        if unused:
+            raise pytest.UsageError("--quick: no test matches %s"
+                                    % ", ".join(unused))
+        keep = [item for item in keep if matches(item, QUICK)]
+    build_set = config.getoption("--build-set")
+    if build_set:
+        check_patterns(items, SANITIZER_TESTS, "--build-set")
+        keep = [item for item in keep
+                if matches(item, SANITIZER_TESTS) == (build_set == "sanitize")]
+    if keep is not items:
+        config.hook.pytest_deselected(
+            items=[item for item in items if item not in keep])
+        items[:] = keep
