@@ -14,7 +14,7 @@
 
 """Upstream's autotest suites run on the fork's tree: running them,
 reading their per-test results, the logs of failed tests, and the list of
-known failures (tests that fail on stock Open vSwitch 3.1.0 here too).
+known failures (tests that fail on stock Open vSwitch here too).
 
 Used by tests/test_upstream.py (the subset CI runs) and by
 utilities/ovs-upstream-check ("./ovs-fork test --full")."""
