@@ -22,7 +22,6 @@ import itertools
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -128,28 +127,13 @@ def build():
 
 
 def dump_stacks(sb):
-    """Prints the stack of every thread of the sandbox's ovs-vswitchd, if
-    it still runs, and keeps them in its log folder: a test that failed on
-    a switch that hangs shows where (a CI run keeps only its output)."""
-    p = sb.procs.get("ovs-vswitchd")
-    if not p or p.poll() is not None or not shutil.which("gdb"):
-        return
-    try:
-        out = subprocess.run(
-            ["gdb", "-p", str(p.pid), "-batch", "-nx",
-             "-ex", "set pagination off", "-ex", "thread apply all bt 25"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            universal_newlines=True, timeout=120).stdout
-    except (OSError, subprocess.TimeoutExpired) as e:
-        print("ovs-vswitchd's stacks: gdb failed: %s" % e)
-        return
-    lines = [line for line in out.splitlines()
-             if line.startswith(("Thread ", "#"))]
-    if sb.dir and os.path.isdir(sb.logdir):
-        with open(os.path.join(sb.logdir, "ovs-vswitchd.stacks"), "w") as f:
-            f.write(out)
-    print("ovs-vswitchd's threads when the test failed:\n%s"
-          % "\n".join(lines[:600]))
+    """Prints the stacks of the sandbox's ovs-vswitchd if it still runs: a
+    test that failed on a switch that hangs shows where (a CI run keeps
+    only its output)."""
+    stacks = sb.thread_stacks()
+    if stacks:
+        print("ovs-vswitchd's threads when the test failed:\n%s"
+              % "\n".join(stacks.splitlines()[:600]))
 
 
 class Sandboxes(object):

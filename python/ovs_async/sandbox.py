@@ -625,6 +625,28 @@ class Sandbox(object):
         p = self.procs.get("ovs-vswitchd")
         return p is not None and p.poll() is None
 
+    def thread_stacks(self):
+        """The stack of every thread of ovs-vswitchd, if it runs and gdb is
+        installed (else None), also kept in the log folder as
+        ovs-vswitchd.stacks: where a switch that stopped answering hangs."""
+        if not self.vswitchd_alive() or not shutil.which("gdb"):
+            return None
+        try:
+            out = subprocess.run(
+                ["gdb", "-p", str(self.procs["ovs-vswitchd"].pid), "-batch",
+                 "-nx", "-ex", "set pagination off",
+                 "-ex", "thread apply all bt 25"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                universal_newlines=True, timeout=120).stdout
+        except (OSError, subprocess.SubprocessError) as e:
+            return "gdb failed: %s" % e
+        if self.dir and os.path.isdir(self.logdir):
+            with open(os.path.join(self.logdir, "ovs-vswitchd.stacks"),
+                      "w") as f:
+                f.write(out)
+        return "\n".join(line for line in out.splitlines()
+                         if line.startswith(("Thread ", "#")))
+
     # ---- ports, flows -----------------------------------------------------
 
     def add_port(self, name, ofport=None, options=None):
