@@ -625,10 +625,10 @@ class Sandbox(object):
         p = self.procs.get("ovs-vswitchd")
         return p is not None and p.poll() is None
 
-    def thread_stacks(self):
+    def thread_stacks(self, name="ovs-vswitchd.stacks"):
         """The stack of every thread of ovs-vswitchd, if it runs and gdb is
-        installed (else None), also kept in the log folder as
-        ovs-vswitchd.stacks: where a switch that stopped answering hangs."""
+        installed (else None), also kept in the log folder as 'name': where
+        a switch that stopped answering hangs."""
         if not self.vswitchd_alive() or not shutil.which("gdb"):
             return None
         try:
@@ -641,8 +641,7 @@ class Sandbox(object):
         except (OSError, subprocess.SubprocessError) as e:
             return "gdb failed: %s" % e
         if self.dir and os.path.isdir(self.logdir):
-            with open(os.path.join(self.logdir, "ovs-vswitchd.stacks"),
-                      "w") as f:
+            with open(os.path.join(self.logdir, name), "w") as f:
                 f.write(out)
         return "\n".join(line for line in out.splitlines()
                          if line.startswith(("Thread ", "#")))

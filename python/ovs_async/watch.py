@@ -36,20 +36,34 @@ class Responsiveness(threading.Thread):
         self.worst = 0.0
         self.failures = []
         self.count = 0
+        # The switch's thread stacks, taken the first time an answer is
+        # late (None: never late).
+        self.stacks = None
         self._done = threading.Event()
 
     def run(self):
         while not self._done.is_set():
             start = time.time()
+            proc = subprocess.Popen(
+                [self.sb._bin("utilities/ovs-appctl"), "--timeout=%d"
+                 % (ANSWER_S * 4), "--target=" + self.sb.ctl_path(),
+                 "version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                universal_newlines=True, env=self.sb.env)
             try:
-                r = subprocess.run(
-                    [self.sb._bin("utilities/ovs-appctl"), "--timeout=%d"
-                     % (ANSWER_S * 4), "--target=" + self.sb.ctl_path(),
-                     "version"], capture_output=True, text=True,
-                    env=self.sb.env, timeout=ANSWER_S * 4)
-                if r.returncode and not self._done.is_set():
-                    self.failures.append(r.stderr.strip())
+                try:
+                    out, err = proc.communicate(timeout=ANSWER_S)
+                except subprocess.TimeoutExpired:
+                    # Blocked now: where, is what a failure must show.
+                    if self.stacks is None:
+                        self.stacks = self.sb.thread_stacks(
+                            "ovs-vswitchd.blocked-stacks") or ""
+                    out, err = proc.communicate(
+                        timeout=max(1, ANSWER_S * 4 - (time.time() - start)))
+                if proc.returncode and not self._done.is_set():
+                    self.failures.append(err.strip())
             except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
                 self.failures.append("no answer in %d s" % (ANSWER_S * 4))
             self.worst = max(self.worst, time.time() - start)
             self.count += 1
@@ -62,8 +76,11 @@ class Responsiveness(threading.Thread):
         self.join(timeout=ANSWER_S * 5)
         if not self.count:
             raise SandboxError("the main thread was never asked")
+        where = ("\nits threads, taken while it was blocked:\n%s"
+                 % self.stacks if self.stacks else "")
         if self.failures:
-            raise SandboxError("ovs-appctl version failed: %s"
-                               % self.failures)
+            raise SandboxError("ovs-appctl version failed: %s%s"
+                               % (self.failures, where))
         if self.worst >= ANSWER_S:
-            raise SandboxError("main thread blocked %.1f s" % self.worst)
+            raise SandboxError("main thread blocked %.1f s%s"
+                               % (self.worst, where))
