@@ -23,7 +23,7 @@ import time
 import pytest
 
 from conftest import pairwise
-from ovs_async import parse, traffic
+from ovs_async import traffic
 from ovs_async.modes import ASYNC_MODES, COPY_MODES
 from ovs_async.wait import wait_until
 
@@ -150,16 +150,6 @@ def test_mode_switches_under_traffic(dma_sandbox, mode):
     assert sb.wait_mempools_back(baseline) == {}
 
 
-def wait_traffic(sb, guest, packets=1000):
-    """Waits until 'guest' has its ports up and the switch has received
-    'packets' more packets."""
-    start = parse.rx_packets(sb.appctl("dpif-netdev/pmd-stats-show"))
-    traffic.wait_for(guest, lambda: guest.log_has("port(s) up"), 60, "up")
-    traffic.wait_for(guest, lambda: parse.rx_packets(
-        sb.appctl("dpif-netdev/pmd-stats-show")) > start + packets,
-        60, "sending")
-
-
 @pytest.mark.parametrize("mode", ASYNC_MODES)
 def test_disruptions_under_traffic(sandbox_factory, mode):
     """Guest restart, port delete + re-add, an MTU change and a
@@ -172,7 +162,7 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     # Guest restart in the middle of traffic.
     g = sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
                        ["--size", 1518, "--duration", 30])
-    wait_traffic(sb, g)
+    traffic.wait_flowing(sb, g)
     g.stop()
     assert sb.vswitchd_alive()
     traffic.check(traffic.loop_run(sb, size=1518, duration=1))
@@ -184,7 +174,7 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
                         "--wait-link", 30])
     # Both ports connected and traffic flowing: deleting v1 any earlier
     # would cut the guest off while it negotiates, not under traffic.
-    wait_traffic(sb, g)
+    traffic.wait_flowing(sb, g)
     sb.del_port("v1")
     time.sleep(0.5)
     sb.add_port("v1", ofport=2)

@@ -70,11 +70,14 @@ def baseline(sb):
 
 
 def start_traffic(sb, seconds=60):
-    """A guest that sends to v0 -> v1 -> v0 without a break."""
-    return sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
-                          ["--size", 512, "--duration", seconds,
-                           "--wait-link", 60, "--progress", 0,
-                           "--warmup", 0])
+    """A guest that sends to v0 -> v1 -> v0 without a break, once its
+    traffic flows."""
+    g = sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
+                       ["--size", 512, "--duration", seconds,
+                        "--wait-link", 60, "--progress", 0,
+                        "--warmup", 0])
+    traffic.wait_flowing(sb, g)
+    return g
 
 
 def inflight_total(sb):
@@ -198,7 +201,6 @@ def test_event_with_copies_held(sandbox_factory, mode, event, flush):
                            other_config={"tx-flush-interval": str(flush)})
     base = baseline(sb)
     g = start_traffic(sb)
-    time.sleep(1.5)
 
     if event == "port-readd":
         during_held_copies(sb, lambda: readd_port(sb, mode))
@@ -248,7 +250,6 @@ def test_event_with_rx_copies_held(sandbox_factory, mode, event):
     sb.set_rx_copy_mode("dma")
     base = baseline(sb)
     g = start_traffic(sb)
-    time.sleep(1.5)
     held = dict(engines=RX_ENGINES, count=rx_inflight_total)
 
     if event == "port-readd":
@@ -402,7 +403,6 @@ def test_bridge_delete_with_copies_held(sandbox_factory, mode):
     sb = lifecycle_sandbox(sandbox_factory, mode)
     base = baseline(sb)
     g = start_traffic(sb)
-    time.sleep(1.5)
     during_held_copies(sb, lambda: sb.vsctl("--timeout=30", "del-br",
                                              "br0"))
     assert sb.vswitchd_alive()
@@ -429,7 +429,6 @@ def test_shutdown_with_copies_held(sandbox_factory, mode, how):
     sb = lifecycle_sandbox(sandbox_factory, mode)
     baseline(sb)
     g = start_traffic(sb)
-    time.sleep(1.5)
     hold_copies(sb)
     sb.swcopy("hold", ENGINE, RELEASE_MS)
     proc = sb.procs["ovs-vswitchd"]
@@ -477,7 +476,6 @@ def traffic_watched(sandbox_factory, mode):
     sb = lifecycle_sandbox(sandbox_factory, mode)
     base = baseline(sb)
     g = start_traffic(sb)
-    time.sleep(1.5)
     probe = Responsiveness(sb)
     probe.start()
     return sb, base, g, probe

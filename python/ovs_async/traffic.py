@@ -19,6 +19,7 @@ and judge a run the same way."""
 
 import time
 
+from ovs_async import parse
 from ovs_async.sandbox import SandboxError
 
 
@@ -59,6 +60,19 @@ def wait_for(guest, cond, timeout, what):
             raise SandboxError("guest %s not %s within %d s"
                                % (guest.name, what, timeout))
         time.sleep(0.02)
+
+
+def wait_flowing(sb, guest, packets=1000, timeout=60):
+    """Waits until 'guest' has every port up and the switch has received
+    'packets' more packets: traffic flows, the guest's start-up (vhost-user
+    negotiation, memory table changes) is over."""
+    def received():
+        return parse.rx_packets(sb.appctl("dpif-netdev/pmd-stats-show"))
+
+    start = received()
+    wait_for(guest, lambda: guest.log_has("port(s) up"), timeout, "up")
+    wait_for(guest, lambda: received() >= start + packets, timeout,
+             "sending")
 
 
 # Counters of a guest's JSON result that add up over guests.
