@@ -411,7 +411,14 @@ netdev_dpdk_dma_caught_up(uint64_t mask, int ms)
         if (!pending || time_msec() >= deadline) {
             return done;
         }
-        xnanosleep(100 * 1000);
+        /* Not xnanosleep(): its caller may be vhost's thread, in a vhost
+         * callback, which OVS leaves RCU-quiescent between callbacks.
+         * xnanosleep() would leave it registered and not quiescent, and
+         * the next ovsrcu_synchronize() elsewhere (the main thread's
+         * destroy_device(), inside rte_vhost_driver_unregister(), which
+         * holds the lock that vhost's thread takes for its next message)
+         * would wait for it for good. */
+        xnanosleep_no_quiesce(100 * 1000);
     }
 }
 
@@ -642,7 +649,8 @@ dma_test_copy(int16_t id)
             why = "the test copy did not complete in time";
             goto out;
         }
-        xnanosleep(10 * 1000);
+        /* The caller is in the middle of its work: it must not quiesce. */
+        xnanosleep_no_quiesce(10 * 1000);
     }
     if (memcmp(buf, buf + LEN, LEN)) {
         why = "the test copy completed with wrong data";
