@@ -2279,13 +2279,10 @@ vhost_async_pre_message(int vid, const void *msg_)
         mem_table_deadline[vid] = time_msec() + DRAIN_TIMEOUT_MS;
     }
     async = vid_map[vid];
-    /* vhost refuses to enable a vring with copies in flight: finish them
-     * first.  (A disable needs nothing here: vhost disables the vring and
-     * then calls vhost_async_vring_state_changed(), which clears it.) */
-    if (enable_msg && msg->num && vring < MAX_VRINGS
+    if (enable_msg && vring < MAX_VRINGS
         && async && async->channel[vring]
         && vq_inflight(async, vid, vring, true) > 0) {
-        if (vring_bits[vid]
+        if (msg->num && vring_bits[vid]
             && bitmap_is_set(vring_bits[vid], VRING_ON(vring))) {
             COVERAGE_INC(vhost_async_enable_passed_over);
             VLOG_DBG("%s: vring %"PRIu32" is enabled already: passing over "
@@ -2295,7 +2292,9 @@ vhost_async_pre_message(int vid, const void *msg_)
         } else {
             clear_vq_fenced(async, vid, vring, true,
                             time_msec() + DRAIN_TIMEOUT_MS,
-                            "the guest asked to enable its vring", NULL);
+                            msg->num ? "the guest asked to enable its vring"
+                            : "the guest asked to disable its vring",
+                            NULL);
         }
     } else if (enable_msg && msg->num && vring < MAX_VRINGS
                && !(async && async->channel[vring])
