@@ -408,6 +408,44 @@ def test_vm_mode_switch_during_tcp_stream(vms):
     fetch_verified(a, b)
 
 
+def abandon_v1_copies(vms, pairs, txq, event):
+    """With vm-b on 'pairs' queue pairs and UDP streaming into it, holds
+    the engine with no time limit until HELD copies to v1's Tx queue 'txq'
+    are in flight, then calls 'event': the clear gives up at its deadline,
+    the copies are abandoned and the engine is fenced, which is checked.
+    Returns (probe, held, abandoned, logged): the watch of the main thread
+    (started before the hold), the copies held, v1's copies abandoned
+    since the hold, and the "DMA copies abandoned" lines logged before it
+    (the VMs and their switch serve several tests)."""
+    sb, a, b = vms.sb, vms.a, vms.b
+    set_mode(sb, "defer")
+    set_pairs(sb, b, pairs)
+    fetch_verified(a, b)
+    udp_stream(sb, a, b, 10)
+    probe = Responsiveness(sb)
+    probe.start()
+    logged = log_count(sb, "DMA copies abandoned")
+    before = sb.abandoned().get("v1", 0)
+    held = hold_v1_copies(sb, txq=txq)
+    event()
+    wait_until(lambda: log_count(sb, "DMA copies abandoned") > logged,
+               20, lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+               interval=0.2)
+    abandoned = sb.abandoned().get("v1", 0) - before
+    assert abandoned >= HELD // 2, sb.abandoned()
+    assert "out of service" in dmadev_state(sb), dmadev_state(sb)
+    return probe, held, abandoned, logged
+
+
+def engine_back(sb):
+    """Releases the engine, brings it back if it is out of service, and
+    sets every port to cpu."""
+    sb.swcopy("release", ENGINE)
+    if "out of service" in dmadev_state(sb):
+        enable_engine(sb)
+    set_mode(sb, "cpu")
+
+
 def test_vm_reboot_with_copies_abandoned(vms):
     """vm-b reboots while the engine holds copies into it with no time
     limit: the clear gives up at its deadline, the copies are abandoned
@@ -418,27 +456,12 @@ def test_vm_reboot_with_copies_abandoned(vms):
     queue: a healthy engine may never submit into that stale state, where
     its copies could not retire behind the abandoned ones."""
     sb, a, b = vms
-    set_mode(sb, "defer")
     try:
-        set_pairs(sb, b, 1)
-        fetch_verified(a, b)
-        udp_stream(sb, a, b, 10)
-        probe = Responsiveness(sb)
-        probe.start()
-        # (The VMs and their switch serve several tests: count from here.)
-        logged = log_count(sb, "DMA copies abandoned")
-        before = sb.abandoned().get("v1", 0)
-        held = hold_v1_copies(sb, txq=0)
-        b.send("reboot -f")
-        wait_until(lambda: log_count(sb, "DMA copies abandoned") > logged,
-                   20, lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
-                   interval=0.2)
-        abandoned = sb.abandoned()
-        assert abandoned.get("v1", 0) - before >= HELD // 2, abandoned
-        assert "out of service" in dmadev_state(sb), dmadev_state(sb)
+        probe, held, abandoned, logged = abandon_v1_copies(
+            vms, 1, 0, lambda: b.send("reboot -f"))
         sb.swcopy("release", ENGINE)
         probe.finish()
-        print("vm-b reboot: %d copies held, abandoned %s" % (held, abandoned))
+        print("vm-b reboot: %d copies held, %d abandoned" % (held, abandoned))
 
         b = serve(b)
         # The dangerous moment came: vm-b's new life began on the
@@ -475,10 +498,7 @@ def test_vm_reboot_with_copies_abandoned(vms):
                            "netdev-dpdk/vhost-copy-mode-get"), interval=0.1)
         assert sb.vswitchd_alive()
     finally:
-        sb.swcopy("release", ENGINE)
-        if "out of service" in dmadev_state(sb):
-            enable_engine(sb)
-        set_mode(sb, "cpu")
+        engine_back(sb)
 
 
 def test_vm_queue_disable_with_copies_abandoned(vms):
@@ -492,35 +512,24 @@ def test_vm_queue_disable_with_copies_abandoned(vms):
     (netdev-dpdk/dmadev-enable).  A vhost thread left registered and busy
     for RCU by that wait hung both for good."""
     sb, a, b = vms
-    set_mode(sb, "defer")
+
+    def v1_resets():
+        with open(sb.vswitchd_log) as f:
+            return len(re.findall(r"v1: registering vhost-user socket \S+ "
+                                  r"again to reset the device", f.read()))
+    resets = v1_resets()
     try:
-        set_pairs(sb, b, 2)
-        fetch_verified(a, b)
-        udp_stream(sb, a, b, 10)
-        probe = Responsiveness(sb)
-        probe.start()
-        # (The VMs and their switch serve several tests: count from here.)
-        logged = log_count(sb, "DMA copies abandoned")
-        before = sb.abandoned().get("v1", 0)
-        resets = log_count(sb, "v1: registering vhost-user socket")
-        held = hold_v1_copies(sb, txq=1)
-        set_pairs(sb, b, 1)
-        wait_until(lambda: log_count(sb, "DMA copies abandoned") > logged,
-                   20, lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
-                   interval=0.2)
-        abandoned = sb.abandoned()
-        assert abandoned.get("v1", 0) - before >= HELD // 2, abandoned
-        assert "out of service" in dmadev_state(sb), dmadev_state(sb)
+        probe, held, abandoned, logged = abandon_v1_copies(
+            vms, 2, 1, lambda: set_pairs(sb, b, 1))
         with open(sb.vswitchd_log) as f:
             log = f.read().split("DMA copies abandoned")
         assert "after the guest disabled its vring" in log[logged], \
             log[logged][-3000:]
         sb.swcopy("release", ENGINE)
         print(enable_engine(sb))
-        wait_until(lambda: log_count(sb, "v1: registering vhost-user socket")
-                   > resets, 20, "v1 was not reset")
+        wait_until(lambda: v1_resets() > resets, 20, "v1 was not reset")
         probe.finish()
-        print("vm-b disabled a queue pair: %d copies held, abandoned %s, "
+        print("vm-b disabled a queue pair: %d copies held, %d abandoned, "
               "main thread's worst answer %.1f s"
               % (held, abandoned, probe.worst))
         # vm-b lives on; its link went down and up with v1's reset.
@@ -532,7 +541,4 @@ def test_vm_queue_disable_with_copies_abandoned(vms):
             assert sb.pmd_counters()["DMA copies submitted"] > 0
         assert sb.vswitchd_alive()
     finally:
-        sb.swcopy("release", ENGINE)
-        if "out of service" in dmadev_state(sb):
-            enable_engine(sb)
-        set_mode(sb, "cpu")
+        engine_back(sb)
