@@ -98,7 +98,10 @@ def hold_copies(sb, n=HELD, timeout=15, engines=(ENGINE,),
         sb.swcopy("hold", engine)
     total = wait_until(lambda: (lambda t: t if t >= n else 0)(count(sb)),
                        timeout,
-                       lambda: "only %d copies in flight" % count(sb))
+                       lambda: "only %d copies in flight:\n%s\n%s"
+                       % (count(sb),
+                          sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+                          sb.appctl("dpif-netdev/pmd-stats-show")))
     for engine in engines:
         state = sb.swcopy_state(engine)
         assert state["held"].startswith("yes"), state

@@ -716,6 +716,7 @@ class Sandbox(object):
         argv += [str(a) for a in args]
         g = Guest(self, name, argv, os.path.join(self.logdir,
                                                  name + ".log"))
+        g.ports = [p[0] for p in ports]
         self.guests.append(g)
         return g
 

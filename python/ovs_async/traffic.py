@@ -56,6 +56,7 @@ def wait_for(guest, cond, timeout, what):
                                "ends with:\n%s" % (guest.name, what,
                                                    guest.log_tail()))
         if time.time() > deadline:
+            what = what() if callable(what) else what
             guest.stop()
             raise SandboxError("guest %s not %s within %d s"
                                % (guest.name, what, timeout))
@@ -63,16 +64,22 @@ def wait_for(guest, cond, timeout, what):
 
 
 def wait_flowing(sb, guest, packets=1000, timeout=60):
-    """Waits until 'guest' has every port up and the switch has received
-    'packets' more packets: traffic flows, the guest's start-up (vhost-user
-    negotiation, memory table changes) is over."""
-    def received():
-        return parse.rx_packets(sb.appctl("dpif-netdev/pmd-stats-show"))
+    """Waits until 'guest' has every port up and the switch has sent
+    'packets' more packets into each of its ports: traffic flows through
+    the whole loop, the guest's start-up (vhost-user negotiation, memory
+    table changes) is over, and the switch's Tx queues into the guest,
+    where copies go in flight, are busy."""
+    def sent():
+        stats = sb.port_stats()
+        return {p: stats.get(p, {}).get("tx_packets", 0)
+                for p in guest.ports}
 
-    start = received()
+    start = sent()
     wait_for(guest, lambda: guest.log_has("port(s) up"), timeout, "up")
-    wait_for(guest, lambda: received() >= start + packets, timeout,
-             "sending")
+    wait_for(guest, lambda: all(n >= start[p] + packets
+                                for p, n in sent().items()),
+             timeout, lambda: "sent %d packets on each of %s (%s -> %s)"
+             % (packets, ", ".join(guest.ports), start, sent()))
 
 
 # Counters of a guest's JSON result that add up over guests.
