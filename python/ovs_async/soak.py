@@ -19,10 +19,14 @@ One sandbox (two vhost-user ports in a loop, one dma_swcopy engine, the
 PMD on the last CPU) carries traffic from a guest that generates and
 verifies on v0 and loops on v1, without a break.  Each cycle puts the
 ports in a random copy mode and a random Rx copy mode, then causes an event
-of the life-cycle matrix (each one once every len(events) cycles, in a
-random order), half of the time with the engine held until copies are in
-flight (it resumes by itself shortly after), and waits until the guest's
-traffic crosses both ports again.  A guest stopped by an event
+of the life-cycle matrix, half of the time with the engine held until
+copies are in flight (it resumes by itself shortly after), and waits until
+the guest's
+traffic crosses both ports again.  Each choice is dealt from a shuffled
+deck, so that a short soak covers every case: every event once every
+len(events) cycles, every Tx mode once every len(MODES) cycles, every Rx
+mode once every len(RX_MODES) cycles, and a hold in every other cycle that
+can have one.  A guest stopped by an event
 (SIGINT) or at a checkpoint reports what crossed the switch (corrupted,
 duplicated, misdelivered, reordered frames); one killed (SIGKILL) reports
 nothing, and its frames count as unverified.  Every 'checkpoint' cycles,
@@ -105,7 +109,7 @@ class Soak(object):
         self.rx_mode = "cpu"
         self.flush = 0
         self.pmd_mask = None
-        self.deck = []
+        self.decks = {}
         self.summary = {
             "seed": self.seed, "cycles": 0, "events": collections.Counter(),
             "modes": collections.Counter(),
@@ -384,16 +388,19 @@ class Soak(object):
             sb.vsctl("set", "Open_vSwitch", ".",
                      "other_config:tx-flush-interval=%d" % self.flush)
 
+    def deal(self, deck, cards):
+        """The next card of 'deck', a shuffled copy of 'cards' dealt again
+        once it is used up: each card comes once every len(cards)
+        draws."""
+        if not self.decks.get(deck):
+            self.decks[deck] = self.rng.sample(list(cards), len(cards))
+        return self.decks[deck].pop()
+
     def cycle(self):
         s = self.summary
-        mode = self.rng.choice(MODES)
-        rx_mode = self.rng.choice(RX_MODES)
-        held = ((mode != "cpu" or rx_mode != "cpu")
-                and self.rng.random() < 0.5)
-        if not self.deck:
-            # Every event once per len(events) cycles, in a random order.
-            self.deck = self.rng.sample(self.events, len(self.events))
-        name = self.deck.pop()
+        mode = self.deal("mode", MODES)
+        rx_mode = self.deal("rx_mode", RX_MODES)
+        name = self.deal("event", self.events)
         if (name in ENGINE_EVENTS and mode not in FIXED_ASYNC_MODES
                 and rx_mode != "dma"):
             # Only a fixed DMA mode is sure to give the engine copies to
@@ -401,8 +408,11 @@ class Soak(object):
             # CPU at that moment.  The event needs them, so one direction
             # goes to DMA for it.
             mode = self.rng.choice(FIXED_ASYNC_MODES)
-        # The engine events hold the engine themselves.
-        held = held and name not in ENGINE_EVENTS
+        # The engine events hold the engine themselves, and copies on the
+        # CPU both ways have nothing to hold: only the other cycles draw.
+        held = (name not in ENGINE_EVENTS
+                and (mode != "cpu" or rx_mode != "cpu")
+                and self.deal("held", (True, False)))
         if held:
             n = self.hold()
             s["held_events"] += 1
