@@ -78,7 +78,7 @@ def test_check_dpdk(build):
 
 
 def test_check_upstream_subset(build):
-    flags = "-j2 " + " ".join("-k " + k for k in CHECK_KEYWORDS)
+    flags = "-j4 " + " ".join("-k " + k for k in CHECK_KEYWORDS)
     rc, out = run_suite(build, "check", flags,
                         log_path(build, "check-subset.log"), 2400)
     res = results(out)
