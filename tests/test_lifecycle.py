@@ -555,6 +555,52 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
     # that vhost unmapped (see Documentation/dma-swcopy.md).
 
 
+# One mode that retires copies where it submits them (defer) and one that
+# retires them from a ring (ring); the new guest's negotiation is the same
+# code in every mode.
+@pytest.mark.parametrize("mode", ["ring", "defer"])
+def test_guest_starts_while_engine_held(sandbox_factory, mode):
+    """A second guest connects while the engine holds the first guest's
+    copies and completes nothing: vhost's thread (the vrings, the memory
+    table, the async channels of the new device) and the main thread must
+    not wait for the engine.  The new guest's ports come up, and its own
+    copies go to the held engine, while the first guest's are still held;
+    once the engine resumes, both guests' traffic is verified and nothing
+    is left in flight or abandoned."""
+    sb = lifecycle_sandbox(sandbox_factory, mode, ports=4, pmd_cpus=[1])
+    base = baseline(sb)
+    a = start_traffic(sb)
+    probe = Responsiveness(sb)
+    probe.start()
+    try:
+        held = hold_copies(sb)
+        added = log_count(sb, "has been added on numa node")
+        b = sb.start_guest([("v2", "gen+sink"), ("v3", "loop")],
+                           ["--size", 512, "--duration", 60,
+                            "--wait-link", 60, "--progress", 0,
+                            "--warmup", 0])
+        traffic.wait_for(b, lambda: b.log_has("port(s) up"), 60, "up")
+        # The moment was reached: both of its devices were added, and its
+        # copies went in flight on the engine, while the engine held the
+        # first guest's.
+        assert log_count(sb, "has been added on numa node") >= added + 2
+        wait_until(lambda: sum(sum(sb.txq_inflight().get(p, {}).values())
+                               for p in ("v2", "v3")) > 0, 20,
+                   lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"))
+        assert sb.swcopy_state(ENGINE)["held"].startswith("yes")
+        inflight = sb.txq_inflight()
+        assert sum(inflight["v0"].values()) + sum(
+            inflight["v1"].values()) >= held, (held, inflight)
+    finally:
+        sb.swcopy("release", ENGINE)
+        probe.finish()
+    traffic.wait_flowing(sb, b)
+    for g in (b, a):
+        res = stop_guest(g)
+        assert res["reordered"] == 0 and res["rx_pkts"] > 0, res
+    check_recovered(sb, base, mode)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_engine_error(sandbox_factory, mode):
     """A copy completes with an error (dma-swcopy/fail), as a failing
