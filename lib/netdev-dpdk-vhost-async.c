@@ -61,6 +61,7 @@ COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
 COVERAGE_DEFINE(vhost_async_stale_closed);
 COVERAGE_DEFINE(vhost_async_poll_busy);
+COVERAGE_DEFINE(vhost_async_held_lost);
 
 /* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue) and of
  * Rx queue 'qid' (the guest's Tx virtqueue). */
@@ -329,6 +330,30 @@ struct mode_request {
 #define AUTO_DRAIN_US 2000
 
 /* Per Tx queue state, one cache line each, written by PMD threads. */
+/* The mbufs that vhost holds for the copies in flight of one Tx vring, in
+ * the order in which it submitted them, which is the order in which it
+ * returns them (vhost returns a vring's completed copies from its first in
+ * flight on).  vhost has no call that cancels a copy and hands its mbuf
+ * back: when a device goes away with copies that their fenced engine will
+ * never complete, these are the only pointers to their mbufs left, and
+ * reset_queues() frees them.
+ *
+ * 'slots' has room for a vring's copies in flight plus one submit burst.
+ * Its senders, serialized by the txq lock, write a burst's mbufs past
+ * 'tail' before they submit it (vhost may return them to a poller as soon
+ * as it has them) and then move 'tail' past those vhost took.  Completion
+ * pollers, serialized by txq_vq_lock(), move 'head' past those vhost
+ * returned, and check that they are the same mbufs; if they ever are not,
+ * 'lost' stops the tracking for good and nothing is freed (a leak, never a
+ * double free). */
+struct vhost_held {
+    struct rte_mbuf **slots;        /* NULL: not tracked. */
+    uint32_t mask;                  /* Slots - 1 (a power of 2 minus 1). */
+    atomic_uint32_t head;           /* Next to be returned. */
+    atomic_uint32_t tail;           /* One past the last submitted. */
+    atomic_bool lost;               /* Out of step with vhost: untracked. */
+};
+
 struct vhost_async_txq {
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         struct vhost_vq_copies copies;  /* Packets submitted, not yet
@@ -342,6 +367,8 @@ struct vhost_async_txq {
         ATOMIC(rte_spinlock_t *) tx_lock;   /* The queue's lock, for the
                                              * work items of those senders. */
         rte_spinlock_t vq_lock;     /* See txq_vq_lock(). */
+        struct vhost_held held;     /* The mbufs of the copies in flight,
+                                     * in vhost's order (see held_push()). */
         /* Under the queue's lock: */
         bool leaving;               /* 'auto' leaves DMA: what is aside, and
                                      * every new packet behind it, waits for
@@ -369,7 +396,10 @@ struct vhost_async_stats {
     atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
                                      * gone, engine stuck). */
     atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
-                                     * stuck); their mbufs stay with vhost. */
+                                     * stuck). */
+    atomic_uint64_t abandoned_freed;    /* Of those, the Tx copies whose
+                                         * mbufs were freed (vhost keeps
+                                         * the Rx copies' mbufs). */
     atomic_uint64_t wedged;         /* Drops of a queue whose copies sit on
                                      * a dmadev out of service. */
     atomic_uint64_t resets;         /* Connections reset for that. */
@@ -755,6 +785,9 @@ vhost_async_create(struct netdev *netdev)
         atomic_init(&async->txqs[i].orphaned, false);
         atomic_init(&async->txqs[i].tx_lock, NULL);
         rte_spinlock_init(&async->txqs[i].vq_lock);
+        atomic_init(&async->txqs[i].held.head, 0);
+        atomic_init(&async->txqs[i].held.tail, 0);
+        atomic_init(&async->txqs[i].held.lost, false);
     }
 
     ovs_mutex_lock(&async_mutex);
@@ -803,6 +836,9 @@ vhost_async_destroy(struct vhost_async *async)
     ovs_mutex_unlock(&async_mutex);
 
     free_rings(async);
+    for (int i = 0; i < MAX_TXQ; i++) {
+        free(async->txqs[i].held.slots);
+    }
     ovs_mutex_destroy(&async->lc_mutex);
     free(async->channel);
     free_cacheline(async->txqs);
@@ -918,6 +954,138 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
 
 /* ---- Completions -------------------------------------------------------- */
 
+/* The most packets vhost takes in one submit (its MAX_PKT_BURST). */
+#define HELD_BURST 32
+
+/* Gives Tx queue 'txq' room to track the copies in flight of a vring of
+ * 'vring_size' descriptors.  Only while no sender can submit into the
+ * queue's vring (its async channel is not registered yet). */
+static void
+held_init(struct vhost_async_txq *txq, uint16_t vring_size)
+{
+    struct vhost_held *h = &txq->held;
+    uint32_t head, tail;
+    uint32_t n;
+
+    atomic_read_relaxed(&h->head, &head);
+    atomic_read_relaxed(&h->tail, &tail);
+    if ((int32_t) (tail - head) > 0) {
+        /* Copies of an earlier device are still tracked: they will be
+         * freed with that device's queues (reset_queues()). */
+        return;
+    }
+    n = 1u << log_2_ceil(MAX(vring_size, 1) + HELD_BURST);
+    if (!h->slots || h->mask + 1 < n) {
+        free(h->slots);
+        h->slots = xcalloc(n, sizeof *h->slots);
+        h->mask = n - 1;
+    }
+    atomic_store_relaxed(&h->head, 0);
+    atomic_store_relaxed(&h->tail, 0);
+    atomic_store_relaxed(&h->lost, false);
+}
+
+static void
+held_lose(struct vhost_held *h)
+{
+    bool was = atomic_exchange(&h->lost, true);
+
+    if (!was) {
+        COVERAGE_INC(vhost_async_held_lost);
+    }
+}
+
+/* Before a submit of 'pkts[0..cnt-1]' (at most HELD_BURST): writes them
+ * past the tail, where a poller may find them as soon as vhost has them.
+ * The caller serializes the queue's senders. */
+static void
+held_push(struct vhost_held *h, struct rte_mbuf **pkts, int cnt)
+{
+    uint32_t head, tail;
+    bool lost;
+
+    atomic_read_relaxed(&h->lost, &lost);
+    if (!h->slots || lost) {
+        return;
+    }
+    atomic_read_relaxed(&h->tail, &tail);
+    atomic_read_explicit(&h->head, &head, memory_order_acquire);
+    if ((int32_t) (tail - head) + cnt > (int32_t) (h->mask + 1)) {
+        held_lose(h);
+        return;
+    }
+    for (int i = 0; i < cnt; i++) {
+        h->slots[(tail + i) & h->mask] = pkts[i];
+    }
+}
+
+/* After that submit: vhost took the first 'n' of them. */
+static void
+held_commit(struct vhost_held *h, int n)
+{
+    uint32_t tail;
+
+    if (h->slots && n) {
+        atomic_read_relaxed(&h->tail, &tail);
+        atomic_store_explicit(&h->tail, tail + n, memory_order_release);
+    }
+}
+
+/* vhost returned 'pkts[0..n-1]': they leave the head.  The caller holds
+ * txq_vq_lock(). */
+static void
+held_pop(struct vhost_held *h, struct rte_mbuf **pkts, uint16_t n)
+{
+    uint32_t head;
+    bool lost;
+
+    atomic_read_relaxed(&h->lost, &lost);
+    if (!h->slots || lost || !n) {
+        return;
+    }
+    atomic_read_relaxed(&h->head, &head);
+    for (int i = 0; i < n; i++) {
+        if (h->slots[(head + i) & h->mask] != pkts[i]) {
+            held_lose(h);
+            return;
+        }
+    }
+    atomic_store_explicit(&h->head, head + n, memory_order_release);
+}
+
+/* The device of 'txq' is gone, and with it every copy that vhost still
+ * held for it: its fenced engines will never complete them, and vhost will
+ * never return their mbufs.  Frees those mbufs (if they are no more than
+ * the 'abandoned' copies the clears counted, of all the device's vrings)
+ * and returns how many, and starts the tracking again for the next
+ * device. */
+static int
+held_release(struct vhost_async_txq *txq, int abandoned)
+{
+    struct vhost_held *h = &txq->held;
+    uint32_t head, tail;
+    int n = 0;
+    bool lost;
+
+    atomic_read_relaxed(&h->lost, &lost);
+    atomic_read_relaxed(&h->head, &head);
+    atomic_read_relaxed(&h->tail, &tail);
+    if (h->slots && !lost && (int32_t) (tail - head) > 0) {
+        n = tail - head;
+        if (n > abandoned) {
+            /* More than vhost held: out of step, so free nothing. */
+            COVERAGE_INC(vhost_async_held_lost);
+            n = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            rte_pktmbuf_free(h->slots[(head + i) & h->mask]);
+        }
+    }
+    atomic_store_relaxed(&h->head, tail);
+    atomic_store_relaxed(&h->lost, false);
+    return n;
+}
+
 static void
 retire(struct vhost_async *async, struct vhost_async_txq *txq,
        struct rte_mbuf **pkts, uint16_t n)
@@ -970,6 +1138,7 @@ poll_dma(struct vhost_async *async, int vid, int qid, int16_t dma)
     n = rte_vhost_poll_enqueue_completed(vid, TXQ_VRING(qid), pkts,
                                          POLL_BURST, dma,
                                          NETDEV_DPDK_DMA_VCHAN);
+    held_pop(&txq->held, pkts, n);
     rte_spinlock_unlock(&txq->vq_lock);
     retire(async, txq, pkts, n);
     return n;
@@ -1195,6 +1364,7 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
                                           NETDEV_DPDK_DMA_VCHAN);
             }
             if (!(vring % 2)) {
+                held_pop(&async->txqs[vring / 2].held, pkts, n);
                 txq_vq_unlock(async, vring / 2);
             }
             cleared(async, vring, pkts, n);
@@ -1345,12 +1515,23 @@ static void
 reset_queues(struct vhost_async *async, int left, uint64_t stuck)
 {
     if (left > 0) {
+        int freed = 0;
+
         vhost_stat_add(&async->stats.abandoned, left);
-        VLOG_ERR("%s: %d DMA copies abandoned: their mbufs are lost, and "
-                 "their engine must not complete them any more", async->name,
-                 left);
         netdev_dpdk_dma_retire(stuck, "it did not complete copies of a "
                                "vhost device that went away");
+        for (int qid = 0; qid < MAX_TXQ; qid++) {
+            freed += held_release(&async->txqs[qid], left - freed);
+        }
+        vhost_stat_add(&async->stats.abandoned_freed, freed);
+        VLOG_ERR("%s: %d DMA copies abandoned: their engine must not "
+                 "complete them any more; the mbufs of %d of them were "
+                 "freed, those of the other %d stay with vhost", async->name,
+                 left, freed, left - freed);
+    } else {
+        for (int qid = 0; qid < MAX_TXQ; qid++) {
+            held_release(&async->txqs[qid], 0);
+        }
     }
     for (int qid = 0; qid < MAX_TXQ; qid++) {
         atomic_store_relaxed(&async->txqs[qid].copies.inflight, 0);
@@ -1449,16 +1630,27 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
     }
 
     for (;;) {
-        int n = rte_vhost_submit_enqueue_burst(vid, TXQ_VRING(qid),
-                                               pkts + sent, cnt - sent, dma,
-                                               NETDEV_DPDK_DMA_VCHAN);
+        int burst = MIN(cnt - sent, HELD_BURST);
+        int n;
+
+        held_push(&txq->held, pkts + sent, burst);
+        n = rte_vhost_submit_enqueue_burst(vid, TXQ_VRING(qid), pkts + sent,
+                                           burst, dma,
+                                           NETDEV_DPDK_DMA_VCHAN);
+        held_commit(&txq->held, n);
         if (n) {
             int orig;
 
             atomic_add_relaxed(&txq->copies.inflight, n, &orig);
             sent += n;
         }
-        if (sent == cnt || (*retries)++ >= max_retries) {
+        if (sent == cnt) {
+            break;
+        }
+        if (n == burst) {
+            continue;           /* vhost took the whole burst: the next. */
+        }
+        if ((*retries)++ >= max_retries) {
             break;
         }
         /* The vring or the engine is full: completions make room. */
@@ -2198,6 +2390,12 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
             continue;
         }
         if (on) {
+            struct rte_vhost_vring vring;
+
+            if (!(vr % 2) && !rte_vhost_get_vhost_vring(vid, vr, &vring)) {
+                /* No sender submits into it before the channel is up. */
+                held_init(&async->txqs[vr / 2], vring.size);
+            }
             err = locked
                   ? rte_vhost_async_channel_register_thread_unsafe(vid, vr)
                   : rte_vhost_async_channel_register(vid, vr);
@@ -2799,6 +2997,8 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
         { "ovs_async_tx_failure_drops",
           vhost_stat_get(&async->stats.tx_failed) },
         { "ovs_async_tx_abandoned", vhost_stat_get(&async->stats.abandoned) },
+        { "ovs_async_tx_abandoned_freed",
+          vhost_stat_get(&async->stats.abandoned_freed) },
         { "ovs_async_tx_wedged_drops", vhost_stat_get(&async->stats.wedged) },
         { "ovs_async_resets", vhost_stat_get(&async->stats.resets) },
         { "ovs_async_auto_cpu_copies",
@@ -3015,8 +3215,10 @@ format_port(struct ds *reply, const struct vhost_async *async)
         }
     }
     if (vhost_stat_get(&async->stats.abandoned)) {
-        ds_put_format(reply, "  copies abandoned: %"PRIu64"\n",
-                      vhost_stat_get(&async->stats.abandoned));
+        ds_put_format(reply, "  copies abandoned: %"PRIu64" (mbufs "
+                      "freed: %"PRIu64")\n",
+                      vhost_stat_get(&async->stats.abandoned),
+                      vhost_stat_get(&async->stats.abandoned_freed));
     }
     if (vhost_rx_dropped(async->rx)) {
         ds_put_format(reply, "  Rx packets dropped, their device gone: "

@@ -367,6 +367,12 @@ avg_size(struct rte_mbuf **pkts, uint16_t n)
     return n ? bytes / n : 0;
 }
 
+/* The most copies of one Rx queue in flight.  vhost keeps the mbufs of
+ * copies that an engine never completes, and cannot be asked for them, so
+ * this is also the most mbufs an Rx queue can lose to a failed engine
+ * (vhost's own bound is the vring's size); 8 bursts keep an engine busy. */
+#define RX_INFLIGHT_MAX 256
+
 /* Submits the copies of the guest's next packets on 'dma' and receives
  * those whose copies completed. */
 static uint16_t
@@ -393,7 +399,11 @@ dma_dequeue(struct vhost_rxq *q, int vid, int qid, int16_t dma,
         }
         atomic_store_relaxed(&q->copies.dma_mask, mask | bit);
     }
-    if (n < count) {
+    if (n < count && before >= RX_INFLIGHT_MAX) {
+        /* Enough copies in flight to keep an engine busy: take what
+         * completed and submit nothing more until some have. */
+        n += harvest(q, vid, qid, -1, pkts + n, count - n);
+    } else if (n < count) {
         uint16_t got;
 
         got = rte_vhost_async_try_dequeue_burst(vid, RXQ_VRING(qid), mp,

@@ -95,3 +95,24 @@ def test_auto_queues():
     rx = parse.auto_queues(AUTO_GET, "rxq")
     assert [(q["qid"], q["path"], q["to_dma"], q["events"], q["capped"])
             for q in rx] == [(0, "dma", 4, 9, 12)]
+
+
+ABANDONED_GET = """\
+v0: defer (from ovs-appctl)
+  Rx: dma (from ovs-appctl)
+  txq 0: 0 copies in flight, 0 packets put aside
+  copies abandoned: 1280 (mbufs freed: 1024)
+  rxq 0: 0 copies in flight
+v1: defer (from ovs-appctl)
+  Rx: cpu (from default)
+  txq 0: 0 copies in flight, 0 packets put aside
+available: cpu, v3, ring, defer, auto
+available Rx: cpu, dma, auto
+"""
+
+
+def test_abandoned_and_freed():
+    """The copies abandoned of each port, and how many of their mbufs the
+    switch freed (0 for a port with none)."""
+    assert parse.abandoned(ABANDONED_GET) == {"v0": 1280, "v1": 0}
+    assert parse.abandoned_freed(ABANDONED_GET) == {"v0": 1024, "v1": 0}

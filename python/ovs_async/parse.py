@@ -177,6 +177,20 @@ def abandoned(text):
     return out
 
 
+def abandoned_freed(text):
+    """{port: mbufs freed of its abandoned copies} from
+    vhost-copy-mode-get (those of Tx copies, once their engine stopped)."""
+    out = {}
+    for port, lines in copy_modes_by_port(text).items():
+        out[port] = 0
+        for line in lines:
+            m = re.match(r"\s+copies abandoned: \d+ \(mbufs freed: (\d+)\)",
+                         line)
+            if m:
+                out[port] = int(m.group(1))
+    return out
+
+
 def mempool_in_use(text):
     """{mempool name: mbufs in use} from netdev-dpdk/get-mempool-info.
 

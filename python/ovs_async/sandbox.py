@@ -613,6 +613,12 @@ class Sandbox(object):
         """{port: copies abandoned} from vhost-copy-mode-get."""
         return parse.abandoned(self.appctl("netdev-dpdk/vhost-copy-mode-get"))
 
+    def abandoned_freed(self):
+        """{port: mbufs of abandoned copies freed} from
+        vhost-copy-mode-get."""
+        return parse.abandoned_freed(
+            self.appctl("netdev-dpdk/vhost-copy-mode-get"))
+
     def swcopy(self, cmd, *args):
         """Runs 'ovs-appctl dma-swcopy/CMD ARGS...'; returns its output."""
         return self.appctl("dma-swcopy/" + cmd, *[str(a) for a in args])
