@@ -329,7 +329,6 @@ struct mode_request {
  * was aside: else it tries again with the next burst). */
 #define AUTO_DRAIN_US 2000
 
-/* Per Tx queue state, one cache line each, written by PMD threads. */
 /* The mbufs that vhost holds for the copies in flight of one Tx vring, in
  * the order in which it submitted them, which is the order in which it
  * returns them (vhost returns a vring's completed copies from its first in
@@ -354,6 +353,7 @@ struct vhost_held {
     atomic_bool lost;               /* Out of step with vhost: untracked. */
 };
 
+/* Per Tx queue state, one cache line each, written by PMD threads. */
 struct vhost_async_txq {
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         struct vhost_vq_copies copies;  /* Packets submitted, not yet
