@@ -1781,7 +1781,7 @@ auto_enter(struct vhost_async *async, int n_txq, bool again)
             async->autos = xzalloc_cacheline(MAX_TXQ * sizeof *async->autos);
         }
         for (int qid = 0; qid < MAX_TXQ; qid++) {
-            vhost_auto_reset(&async->autos[qid]);
+            vhost_auto_reset(&async->autos[qid], VHOST_AUTO_BACKLOG_MAX);
         }
     }
     return aside_enter(async, n_txq, again);

@@ -105,8 +105,9 @@ vhost_auto_threshold(void)
 }
 
 void
-vhost_auto_reset(struct vhost_auto *a)
+vhost_auto_reset(struct vhost_auto *a, uint32_t backlog_max)
 {
+    a->backlog_max = MAX(backlog_max, 4);
     a->size_ewma = 0;
     a->bursts = 0;
     a->probe_interval = PROBE_INTERVAL_MIN;
@@ -389,8 +390,8 @@ vhost_auto_record(struct vhost_auto *a, enum vhost_auto_path path,
 
     update_rate(a, now, cnt);
     if (path == VHOST_AUTO_DMA
-        && (backlog > VHOST_AUTO_BACKLOG_MAX
-            || (delivered < cnt && backlog > VHOST_AUTO_BACKLOG_MAX / 4))) {
+        && (backlog >= a->backlog_max
+            || (delivered < cnt && backlog >= a->backlog_max / 4))) {
         /* The engine falls behind this queue, or drops because its copies
          * in flight hold the guest's vring: DMA loses, and this rate is
          * what it can take for now.  (Drops with few copies in flight are

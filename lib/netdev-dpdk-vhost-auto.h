@@ -79,6 +79,8 @@ struct vhost_auto {
                                     /* Rate at which DMA fell behind, 0 if
                                      * none is known. */
     uint64_t dma_cap_tsc[VHOST_AUTO_N_CLASSES];   /* When it did. */
+    uint32_t backlog_max;           /* DMA copies in flight at which DMA
+                                     * is losing (vhost_auto_reset()). */
 
     /* Readable by any thread. */
     atomic_int path;                /* enum vhost_auto_path in use. */
@@ -96,7 +98,7 @@ struct vhost_auto {
     atomic_uint64_t retire_pkts;
 };
 
-/* Backlog of a queue's DMA copies beyond which DMA is losing. */
+/* Backlog of a Tx queue's DMA copies at which DMA is losing. */
 #define VHOST_AUTO_BACKLOG_MAX 512
 
 /* How long a DMA engine's capacity, once seen, keeps a queue off DMA. */
@@ -105,7 +107,11 @@ struct vhost_auto {
 void vhost_auto_set_config(const struct smap *ovs_other_config);
 uint32_t vhost_auto_threshold(void);
 
-void vhost_auto_reset(struct vhost_auto *);
+/* Resets 'a' for a queue whose DMA path is losing once 'backlog_max'
+ * copies are in flight: VHOST_AUTO_BACKLOG_MAX for a Tx queue, the most
+ * copies that the queue keeps in flight for one that keeps fewer (an Rx
+ * queue at its cap submits nothing until its engine catches up). */
+void vhost_auto_reset(struct vhost_auto *, uint32_t backlog_max);
 
 /* Returns the path for a burst of frames of average size 'avg_size' (the
  * caller switches the queue to it, if it can, and says so with

@@ -42,6 +42,14 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_rx);
 /* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
 #define MAX_RXQ 1024
 
+/* The most copies of one Rx queue in flight.  vhost keeps the mbufs of
+ * copies that an engine never completes, and cannot be asked for them, so
+ * this is also the most mbufs an Rx queue can lose to a failed engine
+ * (vhost's own bound is the vring's size); 8 bursts keep an engine busy.
+ * A queue at this bound has an engine that falls behind it: for 'auto',
+ * DMA is losing there. */
+#define RX_INFLIGHT_MAX 256
+
 /* What a copy mode of vhost-user Rx is, in one row. */
 struct rx_copy_mode {
     const char *name;
@@ -216,7 +224,7 @@ vhost_rx_enter(struct vhost_rx *rx, enum vhost_rx_mode mode, bool again)
             rx->autos = xzalloc_cacheline(MAX_RXQ * sizeof *rx->autos);
         }
         for (int qid = 0; qid < MAX_RXQ; qid++) {
-            vhost_auto_reset(&rx->autos[qid]);
+            vhost_auto_reset(&rx->autos[qid], RX_INFLIGHT_MAX);
         }
     }
 }
@@ -367,12 +375,6 @@ avg_size(struct rte_mbuf **pkts, uint16_t n)
     return n ? bytes / n : 0;
 }
 
-/* The most copies of one Rx queue in flight.  vhost keeps the mbufs of
- * copies that an engine never completes, and cannot be asked for them, so
- * this is also the most mbufs an Rx queue can lose to a failed engine
- * (vhost's own bound is the vring's size); 8 bursts keep an engine busy. */
-#define RX_INFLIGHT_MAX 256
-
 /* Submits the copies of the guest's next packets on 'dma' and receives
  * those whose copies completed. */
 static uint16_t
@@ -517,7 +519,7 @@ dequeue__(struct vhost_rx *rx, struct vhost_rxq *q, enum vhost_rx_mode mode,
         uint16_t got = dma_dequeue(q, vid, qid, dma, mp, pkts + n,
                                    count - n);
 
-        if (a && (got || rxq_inflight(q) > VHOST_AUTO_BACKLOG_MAX)) {
+        if (a && (got || rxq_inflight(q) >= RX_INFLIGHT_MAX)) {
             /* A burst that took nothing while the engine falls behind is
              * recorded too: that is how a stalled engine shows. */
             vhost_auto_record(a, path, start, rte_get_tsc_cycles() - start,
