@@ -919,6 +919,18 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
     if (!vhost_id || !(driver_flags & RTE_VHOST_USER_CLIENT)) {
         return false;
     }
+    if (reset && get_vid(async) < 0) {
+        /* The device went away since the reset was asked for: its
+         * connection is closing, or the guest reset the device (whose next
+         * new_device asks again if vhost kept its stale async state).
+         * Unregistering now would race with vhost's teardown of the
+         * connection, which DPDK does not handle: the socket's reconnection
+         * outlives its unregistration, and the socket then has two
+         * connections, which the guest refuses. */
+        VLOG_INFO("%s: no reset of the vhost-user connection: its device "
+                  "went away", async->name);
+        reset = false;
+    }
     if (reset) {
         why = "to reset the device, whose copies on a DMA engine out of "
               "service can never complete";
@@ -2572,7 +2584,10 @@ vhost_async_new_device(struct vhost_async *async, int vid)
                  "were abandoned before the device was reset: copying on "
                  "the CPU, and resetting the vhost-user connection",
                  async->name);
-        atomic_store_relaxed(&async->reset_requested, true);
+        /* The device first: vhost_async_must_reregister() does not reset
+         * a device that is gone. */
+        atomic_store_relaxed(&async->vid, vid);
+        atomic_store(&async->reset_requested, true);
         netdev_request_reconfigure(async->netdev);
     }
     atomic_store_relaxed(&async->vid, vid);
