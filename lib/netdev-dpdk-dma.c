@@ -78,6 +78,18 @@ DEFINE_STATIC_PER_THREAD_DATA(int, thread_dma, -1);
 /* dmadevs taken out of service, a bit per id: read on every burst. */
 static atomic_uint64_t retired_devs = 0;
 
+/* Changes of the engines that PMD threads copy on (an engine taken, given
+ * back, out of service, back in service), for whoever shows them. */
+static atomic_uint64_t service_changes = 0;
+
+static void
+service_changed(void)
+{
+    uint64_t orig;
+
+    atomic_add_relaxed(&service_changes, 1, &orig);
+}
+
 /* Per dmadev id, its 'lost' for threads that do not hold dma_mutex. */
 static atomic_uint64_t dma_lost[NETDEV_DPDK_DMA_MAX_DEVS];
 
@@ -241,6 +253,7 @@ netdev_dpdk_dma_thread_attach(unsigned core_id)
     if (pick) {
         pick->owner = core_id;
         *thread_dma_get() = pick->id;
+        service_changed();
         VLOG_INFO("PMD thread on core %u uses dmadev %s (id %d, NUMA node "
                   "%d%s)", core_id, pick->name, pick->id, pick->numa_id,
                   pick->numa_id == numa_id ? "" : ", remote");
@@ -270,6 +283,7 @@ netdev_dpdk_dma_thread_detach(void)
             VLOG_INFO("PMD thread on core %d gave back dmadev %s",
                       dma_devs[i].owner, dma_devs[i].name);
             dma_devs[i].owner = -1;
+            service_changed();
         }
     }
     ovs_mutex_unlock(&dma_mutex);
@@ -308,6 +322,32 @@ netdev_dpdk_dma_retired(void)
 
     atomic_read_relaxed(&retired_devs, &retired);
     return retired;
+}
+
+uint64_t
+netdev_dpdk_dma_service_changes(void)
+{
+    uint64_t n;
+
+    atomic_read_relaxed(&service_changes, &n);
+    return n;
+}
+
+int
+netdev_dpdk_dma_in_service(struct ds *names)
+{
+    int n = 0;
+
+    ovs_mutex_lock(&dma_mutex);
+    for (int i = 0; i < n_dma_devs; i++) {
+        const struct dma_dev *d = &dma_devs[i];
+
+        if (d->owner >= 0 && d->ready && !d->retired) {
+            ds_put_format(names, "%s%s", n++ ? ", " : "", d->name);
+        }
+    }
+    ovs_mutex_unlock(&dma_mutex);
+    return n;
 }
 
 /* Fences 'd': once rte_dma_stop() returns, the engine has finished or
@@ -350,6 +390,7 @@ netdev_dpdk_dma_retire(uint64_t mask, const char *why)
         if (mask & (UINT64_C(1) << d->id) && !d->retired) {
             d->retired = true;
             d->retired_why = why;
+            service_changed();
             VLOG_ERR("dmadev %s taken out of service: %s; its PMD thread "
                      "copies on the CPU from now on", d->name, why);
         }
@@ -719,6 +760,7 @@ dma_enable(struct dma_dev *d)
     d->stopped = false;
     d->stop_error = 0;
     atomic_and_relaxed(&retired_devs, ~(UINT64_C(1) << d->id), &orig);
+    service_changed();
     VLOG_INFO("dmadev %s back in service: restarted, test copy verified",
               d->name);
     return NULL;

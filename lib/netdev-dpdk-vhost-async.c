@@ -41,6 +41,7 @@
 #include "openvswitch/list.h"
 #include "openvswitch/vlog.h"
 #include "ovs-atomic.h"
+#include "ovs-fork-config.h"
 #include "ovs-fork-testing.h"
 #include "ovs-thread.h"
 #include "smap.h"
@@ -254,6 +255,7 @@ enum copy_dir {
 
 struct copy_dir_info {
     const char *key;            /* Key in options and other_config. */
+    const char *status_key;     /* Key in the Interface's status column. */
     const char *what;           /* "vhost copy mode", for messages. */
     const char *set_cmd;        /* ovs-appctl command that overrides. */
     int n_modes;
@@ -290,6 +292,7 @@ BUILD_ASSERT_DECL(VHOST_COPY_CPU == 0 && VHOST_RX_CPU == 0);
 static const struct copy_dir_info dirs[N_DIRS] = {
     [DIR_TX] = {
         .key = "vhost-copy-mode",
+        .status_key = "tx-copy-mode",
         .what = "vhost copy mode",
         .set_cmd = "netdev-dpdk/vhost-copy-mode-set",
         .n_modes = VHOST_COPY_N_MODES,
@@ -298,6 +301,7 @@ static const struct copy_dir_info dirs[N_DIRS] = {
     },
     [DIR_RX] = {
         .key = "vhost-rx-copy-mode",
+        .status_key = "rx-copy-mode",
         .what = "vhost Rx copy mode",
         .set_cmd = "netdev-dpdk/vhost-rx-copy-mode-set",
         .n_modes = VHOST_RX_N_MODES,
@@ -505,6 +509,7 @@ static int pmd_put_aside = -1;          /* Put aside, the txq lock taken. */
 static struct vlog_rate_limit lc_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
 static void vhost_async_unixctl_init(void);
+static char *iface_error(const char *name);
 
 static bool
 mode_from_string(enum copy_dir dir, const char *s, int *mode)
@@ -687,6 +692,7 @@ vhost_async_init(bool iommu, bool postcopy)
             "DMA Tx packets put aside, txq locked");
         vhost_rx_init();
         netdev_dpdk_dma_set_users_cb(engine_users);
+        fork_iface_error_register(iface_error);
         ovsthread_once_done(&once);
     }
     host_iommu = iommu;
@@ -710,6 +716,16 @@ request_reconfigure_changed(void)
     }
 }
 
+/* The error of 'value', not a mode of 'dir', in column 'key' ("options"),
+ * for the log and the Interface's error column. */
+static char *
+mode_value_error(enum copy_dir dir, const char *key, const char *value)
+{
+    return xasprintf("invalid %s:%s \"%s\" (expected one of: %s); keeping "
+                     "the current %s", key, dirs[dir].key, value,
+                     mode_list(dir), dirs[dir].what);
+}
+
 /* Parses 'value' of 'key' (of 'dir') for 'what'; returns the mode, -1 if
  * unset, or -2 (after logging an error) if invalid. */
 static int
@@ -722,22 +738,85 @@ parse_mode_value(enum copy_dir dir, const char *value, const char *key,
         return -1;
     }
     if (!mode_from_string(dir, value, &mode)) {
-        VLOG_ERR("%s: invalid %s:%s \"%s\" (expected one of: %s); keeping "
-                 "the current %s", what, key, dirs[dir].key, value,
-                 mode_list(dir), dirs[dir].what);
+        char *error = mode_value_error(dir, key, value);
+
+        VLOG_ERR("%s: %s", what, error);
+        free(error);
         return -2;
     }
     return mode;
 }
 
+/* The port named 'name', or NULL. */
+static struct vhost_async *
+find_port(const char *name)
+    OVS_REQUIRES(async_mutex)
+{
+    struct vhost_async *async;
+
+    LIST_FOR_EACH (async, node, &all_ports) {
+        if (!strcmp(async->name, name)) {
+            return async;
+        }
+    }
+    return NULL;
+}
+
+/* The Interface 'error' column of port 'name' (fork_iface_error()): the
+ * copy mode options that it has, or the defaults that it takes, that are
+ * not valid.  Like the log, it says that nothing changed for them. */
+static char *
+iface_error(const char *name)
+{
+    struct ds error = DS_EMPTY_INITIALIZER;
+    struct vhost_async *async;
+
+    ovs_mutex_lock(&async_mutex);
+    async = find_port(name);
+    for (int d = 0; async && !async->server && d < N_DIRS; d++) {
+        const char *option = async->req[d].option_value;
+        bool own = option && option[0];
+        const char *value = own ? option : default_value[d];
+        int mode;
+
+        if (value && value[0] && !mode_from_string(d, value, &mode)) {
+            char *msg = mode_value_error(d, own ? "options"
+                                         : "Open_vSwitch other_config",
+                                         value);
+
+            ds_put_format(&error, "%s%s", error.length ? "; " : "", msg);
+            free(msg);
+        }
+    }
+    ovs_mutex_unlock(&async_mutex);
+    if (!error.length) {
+        ds_destroy(&error);
+        return NULL;
+    }
+    return ds_steal_cstr(&error);
+}
+
 /* other_config:vhost-copy-mode and vhost-rx-copy-mode, the defaults of
- * every vhost port. */
+ * every vhost port.  Called on every pass of the main loop. */
 void
 vhost_async_set_default(const struct smap *ovs_other_config)
 {
+    static uint64_t engines_seen;
+    uint64_t engines;
+
     vhost_auto_set_config(ovs_other_config);
     netdev_dpdk_dma_set_config(ovs_other_config);
     ovs_mutex_lock(&async_mutex);
+    engines = netdev_dpdk_dma_service_changes();
+    if (engines != engines_seen) {
+        struct vhost_async *async;
+
+        /* Every port's status column shows the engines in service. */
+        engines_seen = engines;
+        LIST_FOR_EACH (async, node, &all_ports) {
+            netdev_change_seq_changed(async->netdev);
+        }
+    }
     for (int d = 0; d < N_DIRS; d++) {
         const char *value = smap_get(ovs_other_config, dirs[d].key);
         int mode;
@@ -2951,6 +3030,8 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
     reconfigure_tx(async, vid, n_txq);
     reconfigure_rx(async, vid);
     ovs_mutex_unlock(&async->lc_mutex);
+    /* The Interface's status column shows the modes. */
+    netdev_change_seq_changed(async->netdev);
 }
 
 /* ---- Statistics --------------------------------------------------------- */
@@ -3029,22 +3110,6 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
 
 /* ---- ovs-appctl --------------------------------------------------------- */
 
-static struct vhost_async *
-find_port(const char *name)
-    OVS_REQUIRES(async_mutex)
-{
-    struct vhost_async *async;
-
-    LIST_FOR_EACH (async, node, &all_ports) {
-        if (!strcmp(async->name, name)) {
-            return async;
-        }
-    }
-    return NULL;
-}
-
-/* "netdev-dpdk/vhost-copy-mode-set" and "vhost-rx-copy-mode-set", with the
- * direction as 'aux'. */
 /* The port named 'name', or NULL after replying an error to 'conn'. */
 static struct vhost_async *
 find_port_or_reply(struct unixctl_conn *conn, const char *name)
@@ -3062,6 +3127,8 @@ find_port_or_reply(struct unixctl_conn *conn, const char *name)
     return async;
 }
 
+/* "netdev-dpdk/vhost-copy-mode-set" and "vhost-rx-copy-mode-set", with the
+ * direction as 'aux'. */
 static void
 mode_set(struct unixctl_conn *conn, int argc, const char *argv[],
          void *aux)
@@ -3158,29 +3225,81 @@ put_mode(struct ds *reply, const struct vhost_async *async,
 /* Whether the port can be live-migrated now: QEMU migrates a guest only if
  * the port offers dirty page logging (VHOST_F_LOG_ALL), which vhost
  * withdraws from a socket registered with ASYNC_COPY. */
-static void
-put_migration(struct ds *reply, const struct vhost_async *async)
+static const char *
+migration_state(const struct vhost_async *async)
     OVS_REQUIRES(async_mutex)
 {
-    ds_put_cstr(reply, "  live migration: ");
     if (async->async_registered) {
-        ds_put_cstr(reply, async->migrating
-                    ? "being prepared (its socket is registered again "
-                      "without async copies)\n"
-                    : "blocked: its socket is registered for async copies, "
-                      "which log no dirty pages "
-                      "(netdev-dpdk/vhost-migrate-prepare)\n");
+        return (async->migrating
+                ? "being prepared (its socket is registered again without "
+                  "async copies)"
+                : "blocked: its socket is registered for async copies, "
+                  "which log no dirty pages "
+                  "(netdev-dpdk/vhost-migrate-prepare)");
     } else if (async->migrating) {
-        ds_put_cstr(reply, get_vid(async) >= 0
-                    ? "ready (prepared; guest connected)\n"
-                    : "prepared, waiting for the guest to connect\n");
-    } else {
-        ds_put_cstr(reply, "possible (no async copies registered)\n");
+        return (get_vid(async) >= 0
+                ? "ready (prepared; guest connected)"
+                : "prepared, waiting for the guest to connect");
+    }
+    return "possible (no async copies registered)";
+}
+
+/* "  no engine: ..." where 'async' has a mode of 'dir' that copies on DMA
+ * engines and no PMD thread has one in service ('n_engines'). */
+static void
+put_no_engine(struct ds *reply, const struct vhost_async *async,
+              enum copy_dir dir, int n_engines)
+    OVS_REQUIRES(async_mutex)
+{
+    if (!n_engines && dirs[dir].dma(applied_mode(async, dir))) {
+        ds_put_cstr(reply, "  no engine: copies on the CPU (no PMD thread "
+                    "has a DMA engine in service: netdev-dpdk/dmadev-show)"
+                    "\n");
     }
 }
 
+void
+vhost_async_get_status(struct vhost_async *async, struct smap *status)
+{
+    struct ds engines = DS_EMPTY_INITIALIZER;
+    uint64_t features;
+    int n_engines;
+    int vid;
+
+    /* The pool's mutex comes before 'async_mutex'. */
+    n_engines = netdev_dpdk_dma_in_service(&engines);
+
+    ovs_mutex_lock(&async_mutex);
+    for (int d = 0; d < N_DIRS; d++) {
+        struct ds s = DS_EMPTY_INITIALIZER;
+
+        smap_add(status, dirs[d].status_key,
+                 dirs[d].name(applied_mode(async, d)));
+        ds_put_format(&s, "%s (from ", dirs[d].name(requested_mode(async,
+                                                                   d)));
+        put_requested_source(&s, async, d);
+        ds_put_char(&s, ')');
+        smap_add_nocopy(status, xasprintf("%s-configured",
+                                          dirs[d].status_key),
+                        ds_steal_cstr(&s));
+    }
+    smap_add(status, "dma-engines",
+             n_engines ? ds_cstr(&engines) : "none: copies on the CPU");
+    smap_add(status, "live-migration", migration_state(async));
+    vid = get_vid(async);
+    ovs_mutex_unlock(&async_mutex);
+    ds_destroy(&engines);
+
+    if (vid >= 0 && !rte_vhost_get_negotiated_features(vid, &features)) {
+        smap_add(status, "dirty-page-logging",
+                 RTE_VHOST_NEED_LOG(features) ? "on" : "off");
+    }
+}
+
+/* The port's lines of netdev-dpdk/vhost-copy-mode-get; 'n_engines' is how
+ * many DMA engines PMD threads copy on. */
 static void
-format_port(struct ds *reply, const struct vhost_async *async)
+format_port(struct ds *reply, const struct vhost_async *async, int n_engines)
     OVS_REQUIRES(async_mutex)
 {
     struct vhost_async *a = CONST_CAST(struct vhost_async *, async);
@@ -3190,9 +3309,11 @@ format_port(struct ds *reply, const struct vhost_async *async)
 
     ds_put_format(reply, "%s: ", async->name);
     put_mode(reply, async, DIR_TX);
+    put_no_engine(reply, async, DIR_TX, n_engines);
     ds_put_cstr(reply, "  Rx: ");
     put_mode(reply, async, DIR_RX);
-    put_migration(reply, async);
+    put_no_engine(reply, async, DIR_RX, n_engines);
+    ds_put_format(reply, "  live migration: %s\n", migration_state(async));
     rings_locked = !ovs_mutex_trylock(&a->lc_mutex);
     for (int qid = 0; qid < async->n_txq; qid++) {
         int n = inflight(a, qid);
@@ -3253,18 +3374,24 @@ mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
 {
     struct ds reply = DS_EMPTY_INITIALIZER;
     struct vhost_async *async;
+    int n_engines;
+
+    /* The pool's mutex comes before 'async_mutex'. */
+    n_engines = netdev_dpdk_dma_in_service(&reply);
+    ds_clear(&reply);
 
     ovs_mutex_lock(&async_mutex);
     if (argc == 2) {
         async = find_port_or_reply(conn, argv[1]);
         if (!async) {
             ovs_mutex_unlock(&async_mutex);
+            ds_destroy(&reply);
             return;
         }
-        format_port(&reply, async);
+        format_port(&reply, async, n_engines);
     } else {
         LIST_FOR_EACH (async, node, &all_ports) {
-            format_port(&reply, async);
+            format_port(&reply, async, n_engines);
         }
     }
     ovs_mutex_unlock(&async_mutex);

@@ -114,4 +114,12 @@ uint64_t vhost_async_rx_dropped(const struct vhost_async *);
 void vhost_async_get_custom_stats(const struct vhost_async *,
                                   struct netdev_custom_stats *);
 
+/* Adds the port's copy modes to its Interface 'status' column: per
+ * direction the mode in use ("tx-copy-mode", "rx-copy-mode") and the one
+ * configured, with where it comes from ("tx-copy-mode-configured", ...),
+ * the DMA engines that PMD threads copy on ("dma-engines"), whether the
+ * guest's dirty page logging is on and whether the port can be migrated
+ * live now.  Called with the device's mutex held. */
+void vhost_async_get_status(struct vhost_async *, struct smap *status);
+
 #endif /* netdev-dpdk-vhost-async.h */

@@ -60,3 +60,19 @@ fork_uint_key_read(struct fork_uint_key *key, const struct smap *cfg,
     *value = n;
     return true;
 }
+
+static char *(*iface_error_cb)(const char *iface_name);
+
+void
+fork_iface_error_register(char *(*cb)(const char *iface_name))
+{
+    iface_error_cb = cb;
+}
+
+/* Returns the error of the fork's options of interface 'iface_name', to be
+ * freed by the caller, or NULL if there is none. */
+char *
+fork_iface_error(const char *iface_name)
+{
+    return iface_error_cb ? iface_error_cb(iface_name) : NULL;
+}

@@ -42,4 +42,14 @@ bool fork_uint_key_read(struct fork_uint_key *, const struct smap *cfg,
                         unsigned int dflt, unsigned int cur,
                         unsigned int *value);
 
+/* The Interface table's 'error' column for the fork's own options.  A bad
+ * value of one of them changes nothing (the port keeps what it has, as the
+ * log says), so the bridge does not fail the interface, as it does for a
+ * bad upstream option; it asks here instead, on every reconfiguration,
+ * what to write in the column (vswitchd/bridge.c, patches/0015).  The
+ * module that owns the options registers the callback, which returns a
+ * malloc()ed message or NULL.  Main thread only. */
+void fork_iface_error_register(char *(*cb)(const char *iface_name));
+char *fork_iface_error(const char *iface_name);
+
 #endif /* ovs-fork-config.h */

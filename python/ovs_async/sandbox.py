@@ -587,6 +587,19 @@ class Sandbox(object):
         return parse.rx_copy_mode(
             self.appctl("netdev-dpdk/vhost-copy-mode-get", port))
 
+    def iface(self, port, column):
+        """Column 'column' of the port's Interface record, as ovs-vsctl
+        gives it in JSON: a dict for a map, None for an empty optional
+        value, else the value."""
+        out = json.loads(self.vsctl("--format=json", "--columns=" + column,
+                                    "list", "Interface", port))
+        value = out["data"][0][0]
+        if isinstance(value, list) and value[0] == "map":
+            return {k: v for k, v in value[1]}
+        if isinstance(value, list) and value[0] == "set":
+            return value[1][0] if value[1] else None
+        return value
+
     def custom_stats(self, port):
         """The port's statistics column as a dict (refreshed every 5 s)."""
         text = self.vsctl("get", "Interface", port, "statistics").strip()
