@@ -230,7 +230,7 @@ def test_packet_out_while_auto_leaves_dma(sandbox_factory):
                          other_config={"vhost-copy-auto-threshold": "64"})
     sb.set_copy_mode("auto")
     g = sb.start_guest([("v0", "sink"), ("v1", "gen")],
-                       ["--size", 512, "--rate", 100, "--duration", 60,
+                       ["--size", 512, "--rate", 100, "--duration", 600,
                         "--wait-link", 60, "--progress", 0, "--warmup", 0])
     traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
     time.sleep(1)
@@ -294,7 +294,7 @@ def test_packet_out_into_held_txq(sandbox_factory, mode):
     # that what waits aside during the hold, sent at once after it, fits
     # the guest's vring.
     g = sb.start_guest([("v0", "sink"), ("v1", "gen")],
-                       ["--size", 512, "--rate", 10, "--duration", 60,
+                       ["--size", 512, "--rate", 10, "--duration", 600,
                         "--wait-link", 60, "--progress", 0, "--warmup", 0])
     traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
     probe = Responsiveness(sb)
@@ -369,7 +369,7 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
     sb = lifecycle_sandbox(sandbox_factory, "defer")
     sb.set_rx_copy_mode("dma")
     g = sb.start_guest([("v0", "gen+sink", 4), ("v1", "loop", 4)],
-                       ["--size", 512, "--duration", 60, "--wait-link", 60,
+                       ["--size", 512, "--duration", 600, "--wait-link", 60,
                         "--progress", 0, "--warmup", 0])
     traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
     time.sleep(1.5)
@@ -494,7 +494,7 @@ def test_wedge_while_auto_leaves_dma(sandbox_factory):
     assert engine_a != engine_b
     # v0's two queues, polled by the two PMDs, both send into v1's queue.
     g = sb.start_guest([("v0", "gen+sink", 2), ("v1", "loop", 1)],
-                       ["--size", 512, "--rate", 2000, "--duration", 60,
+                       ["--size", 512, "--rate", 2000, "--duration", 600,
                         "--wait-link", 60, "--progress", 0, "--warmup", 0])
     traffic.wait_for(g, lambda: g.log_has("port(s) up"), 60, "up")
     executed = {e: sb.swcopy_state(e)["copies executed"]

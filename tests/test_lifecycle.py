@@ -69,9 +69,12 @@ def baseline(sb):
     return sb.mempool_in_use()
 
 
-def start_traffic(sb, seconds=60):
+def start_traffic(sb, seconds=600):
     """A guest that sends to v0 -> v1 -> v0 without a break, once its
-    traffic flows."""
+    traffic flows.  It runs until the test stops it (stop_guest(), or the
+    sandbox's end): on a loaded machine its start alone took 57 s once, and
+    a guest that ended on its own before the test's event left the engine
+    no copies to hold."""
     g = sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
                        ["--size", 512, "--duration", seconds,
                         "--wait-link", 60, "--progress", 0,
@@ -582,7 +585,7 @@ def test_guest_starts_while_engine_held(sandbox_factory, mode):
         held = hold_copies(sb)
         added = log_count(sb, "has been added on numa node")
         b = sb.start_guest([("v2", "gen+sink"), ("v3", "loop")],
-                           ["--size", 512, "--duration", 60,
+                           ["--size", 512, "--duration", 600,
                             "--wait-link", 60, "--progress", 0,
                             "--warmup", 0])
         traffic.wait_for(b, lambda: b.log_has("port(s) up"), 60, "up")
