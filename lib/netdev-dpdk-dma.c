@@ -343,7 +343,10 @@ netdev_dpdk_dma_in_service(struct ds *names)
         const struct dma_dev *d = &dma_devs[i];
 
         if (d->owner >= 0 && d->ready && !d->retired) {
-            ds_put_format(names, "%s%s", n++ ? ", " : "", d->name);
+            if (names) {
+                ds_put_format(names, "%s%s", n ? ", " : "", d->name);
+            }
+            n++;
         }
     }
     ovs_mutex_unlock(&dma_mutex);

@@ -83,8 +83,9 @@ void netdev_dpdk_dma_set_users_cb(unsigned int (*)(int16_t id));
  * looks every 100 ms. */
 uint64_t netdev_dpdk_dma_retired(void);
 
-/* Appends to 'names' the engines that PMD threads copy on now (owned, set
- * up and in service), separated by ", ", and returns how many.  Takes the
+/* Appends to 'names' (if nonnull) the engines that PMD threads copy on now
+ * (owned, set up and in service), separated by ", ", and returns how
+ * many.  Takes the
  * pool's mutex, which the pool holds while it asks the copy modes about
  * their copies (netdev_dpdk_dma_set_users_cb()): the caller holds none of
  * theirs. */

@@ -3377,15 +3377,13 @@ mode_get(struct unixctl_conn *conn, int argc, const char *argv[],
     int n_engines;
 
     /* The pool's mutex comes before 'async_mutex'. */
-    n_engines = netdev_dpdk_dma_in_service(&reply);
-    ds_clear(&reply);
+    n_engines = netdev_dpdk_dma_in_service(NULL);
 
     ovs_mutex_lock(&async_mutex);
     if (argc == 2) {
         async = find_port_or_reply(conn, argv[1]);
         if (!async) {
             ovs_mutex_unlock(&async_mutex);
-            ds_destroy(&reply);
             return;
         }
         format_port(&reply, async, n_engines);
