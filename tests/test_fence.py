@@ -126,7 +126,7 @@ def check_recovered_after_abandon(sb, base, mode):
     their mbufs stay with vhost 22.11, nothing else may be missing."""
     assert sb.vswitchd_alive()
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] > 0, counters
     assert counters["DMA CPU fallbacks"] == 0, counters
@@ -351,7 +351,7 @@ def test_rx_engine_error(sandbox_factory):
     print("Rx engine error: %d resets, abandoned %s" % (resets(),
                                                         sb.abandoned()))
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     counters = sb.pmd_counters()
     assert counters["DMA Rx copies submitted"] == 0, counters
     assert counters["DMA Rx CPU fallbacks"] > 0, counters
@@ -462,7 +462,7 @@ def test_stalled_engine_watchdog(sandbox_factory, mode):
     assert res["reordered"] == 0, res
     probe.finish()
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] == 0, counters
     assert counters["DMA CPU fallbacks"] > 0, counters
@@ -539,7 +539,7 @@ def test_wedge_while_auto_leaves_dma(sandbox_factory):
     sb.vsctl("set", "Open_vSwitch", ".",
              "other_config:vhost-copy-auto-threshold=64")
     sb.appctl("dpif-netdev/pmd-stats-clear")
-    traffic.check(traffic.loop_run(sb, size=512, duration=1.5))
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
     # B still copies (for the PMD on core 1), A's PMD on the CPU.
     counters = sb.pmd_counters()
     assert counters["DMA copies submitted"] > 0, counters

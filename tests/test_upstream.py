@@ -32,8 +32,11 @@ ALLOWED_SKIPS = re.compile(r"phy port|add standard DPDK port|MFEX")
 # Python library report (unixctl: "unixctl server - Python3" compares the
 # two), logging, daemons and the bridge.  The whole suite is
 # "./ovs-fork test --full".
-CHECK_KEYWORDS = ["dpif-netdev", "pmd", "dpdk", "unixctl", "vlog",
-                  "daemon", "bridge"]
+# The areas that patches/3.5.0 change: dpif-netdev and its PMDs (0009),
+# netdev-dpdk and dpdk (0007, 0008, 0011, 0015), the version that
+# unixctl reports (0006) and the bridge (0015).  vlog and daemon, in the
+# list while the 3.1 series fixed their harness, are not touched any more.
+CHECK_KEYWORDS = ["dpif-netdev", "pmd", "dpdk", "unixctl", "bridge"]
 
 
 def log_path(build, name):

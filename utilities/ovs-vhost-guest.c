@@ -224,6 +224,7 @@ static struct {
     unsigned int idle_sleep_us; /* 0 means busy polling. */
     double progress;
     double drain;
+    double drain_idle;          /* 0 means off. */
     double wait_link;
     double warmup;
     double hold;                /* --hold: SIGUSR1 barriers, timeout. */
@@ -379,6 +380,8 @@ usage(void)
            "                       sink (default 2; 0 = off)\n"
            "  --drain SEC          keep receiving after generation\n"
            "                       (default 1)\n"
+           "  --drain-idle SEC     end draining earlier once nothing\n"
+           "                       arrived for SEC (default 0 = off)\n"
            "  --progress SEC       progress lines on stderr (default 1;\n"
            "                       0 = off)\n"
            "  (SIGUSR2 while generating: take 64 MB more memory, which\n"
@@ -612,7 +615,7 @@ set_size_option(const char *name)
 enum {
     OPT_PORT = 256, OPT_SIZE, OPT_SIZES, OPT_SIZE_STEPS, OPT_IMIX, OPT_PATTERN, OPT_DST,
     OPT_VXLAN, OPT_DURATION, OPT_COUNT, OPT_RATE, OPT_BURST, OPT_PROGRESS,
-    OPT_DRAIN, OPT_MBUF_SIZE, OPT_MBUFS, OPT_CORRUPT, OPT_WAIT_LINK,
+    OPT_DRAIN, OPT_DRAIN_IDLE, OPT_MBUF_SIZE, OPT_MBUFS, OPT_CORRUPT, OPT_WAIT_LINK,
     OPT_MAX_LOST, OPT_QUEUE_SIZE, OPT_WARMUP, OPT_NO_SELF, OPT_HOLD,
     OPT_IDLE_SLEEP,
 };
@@ -633,6 +636,7 @@ static const struct option long_options[] = {
     {"idle-sleep", required_argument, NULL, OPT_IDLE_SLEEP},
     {"progress", required_argument, NULL, OPT_PROGRESS},
     {"drain", required_argument, NULL, OPT_DRAIN},
+    {"drain-idle", required_argument, NULL, OPT_DRAIN_IDLE},
     {"mbuf-size", required_argument, NULL, OPT_MBUF_SIZE},
     {"mbufs", required_argument, NULL, OPT_MBUFS},
     {"corrupt", required_argument, NULL, OPT_CORRUPT},
@@ -734,6 +738,9 @@ parse_options(int argc, char *argv[])
             break;
         case OPT_DRAIN:
             opt.drain = parse_double("--drain", optarg, 0, 1e6);
+            break;
+        case OPT_DRAIN_IDLE:
+            opt.drain_idle = parse_double("--drain-idle", optarg, 0, 1e6);
             break;
         case OPT_MBUF_SIZE:
             opt.mbuf_size = parse_uint("--mbuf-size", optarg,
@@ -1348,10 +1355,15 @@ control(void)
             phase_set(PHASE_DRAIN);
         }
     } else {
-        /* Draining: stop at the deadline, on a second signal, or once
-         * everything sent arrived and nothing came for 200 ms. */
+        /* Draining: stop at the deadline, on a second signal, once
+         * everything sent arrived and nothing came for 200 ms, or (with
+         * --drain-idle) once nothing came for that long, whatever was
+         * lost. */
         if (signals_seen > 1 || now >= gen_stop_tsc + opt.drain * tsc_hz
-            || (t.rx >= t.tx && now - last_change >= tsc_hz / 5)) {
+            || (t.rx >= t.tx && now - last_change >= tsc_hz / 5)
+            || (opt.drain_idle > 0
+                && now - RTE_MAX(last_change, gen_stop_tsc)
+                   >= opt.drain_idle * tsc_hz)) {
             drain_stop_tsc = now;
             phase_set(PHASE_DONE);
         }
