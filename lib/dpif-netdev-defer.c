@@ -34,7 +34,8 @@
 
 VLOG_DEFINE_THIS_MODULE(dpif_netdev_defer);
 
-/* other_config:pmd-defer-recheck-max-us: default and upper bound. */
+/* other_config:pmd-defer-recheck-max (in microseconds, as upstream's
+ * pmd-sleep-max): default and upper bound. */
 #define RECHECK_MAX_US_DEFAULT 20
 #define RECHECK_MAX_US_LIMIT 1000
 
@@ -108,20 +109,33 @@ dp_defer_set_max_items(const struct smap *other_config)
     }
 }
 
-/* Applies other_config:pmd-defer-max-items and pmd-defer-recheck-max-us.
- * A bad value is logged once and changes nothing (ovs-fork-config.h). */
+/* Applies other_config:pmd-defer-max-items and pmd-defer-recheck-max (or
+ * its deprecated name pmd-defer-recheck-max-us, if only that is set).  A
+ * bad value is logged once and changes nothing (ovs-fork-config.h). */
 void
 dp_defer_set_config(const struct smap *other_config)
 {
     static struct fork_uint_key key = {
-        .name = "pmd-defer-recheck-max-us", .what = "a number of microseconds",
+        .name = "pmd-defer-recheck-max", .what = "a number of microseconds",
         .min = 0, .max = RECHECK_MAX_US_LIMIT,
     };
+    static struct fork_uint_key deprecated = {
+        .name = "pmd-defer-recheck-max-us",
+        .what = "a number of microseconds",
+        .min = 0, .max = RECHECK_MAX_US_LIMIT,
+    };
+    struct fork_uint_key *k = &key;
     unsigned int cur, us;
 
     dp_defer_set_max_items(other_config);
+    if (!smap_get(other_config, key.name)
+        && smap_get(other_config, deprecated.name)) {
+        VLOG_WARN_ONCE("other_config:%s is deprecated; use %s instead.",
+                       deprecated.name, key.name);
+        k = &deprecated;
+    }
     atomic_read_relaxed(&recheck_max, &cur);
-    if (fork_uint_key_read(&key, other_config, RECHECK_MAX_US_DEFAULT, cur,
+    if (fork_uint_key_read(k, other_config, RECHECK_MAX_US_DEFAULT, cur,
                            &us)
         && us != cur) {
         atomic_store_relaxed(&recheck_max, us);

@@ -56,7 +56,7 @@ struct smap;
  * callback reports units retired, the list learns the work's completion
  * latency (submit to retire, an EWMA).  An item is then re-checked when its
  * oldest unretired submission is expected to be done, and never later than
- * other_config:pmd-defer-recheck-max-us after the last check (0 re-checks
+ * other_config:pmd-defer-recheck-max after the last check (0 re-checks
  * on every iteration).
  *
  * The netdev layer does not know about PMD threads or dpif-netdev: it only

@@ -29,9 +29,12 @@
 #define OVS_FORK_VERSION_SUFFIX "+async"
 
 /* Where the fork's bugs are reported: configure's bug-report address, which
- * "configure --help" and a failing testsuite print.  A fault of the fork is
- * not upstream's and does not belong on bugs@openvswitch.org.  Read by the
- * same two configure.ac files as the suffix. */
-#define OVS_FORK_BUGREPORT "the openvswitch-async issue tracker"
+ * "configure --help" and a failing testsuite print ("Report bugs to <...>").
+ * A fault of the fork is not upstream's and does not belong on
+ * bugs@openvswitch.org.  The fork has no public URL yet, so this names the
+ * place that says where to report, on one line, in words without commas or
+ * quotes (m4, a shell and sed read it).  Read by the same two configure.ac
+ * files as the suffix. */
+#define OVS_FORK_BUGREPORT "README.md of openvswitch-async: Reporting bugs"
 
 #endif /* ovs-fork.h */

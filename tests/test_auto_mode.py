@@ -127,15 +127,15 @@ def test_auto_bad_threshold_changes_nothing(sandbox_factory):
 
 def test_adaptive_rechecks(sandbox_factory):
     """Re-checks of copies still in flight: on every PMD iteration with
-    pmd-defer-recheck-max-us=0, far fewer per copy with the adaptive
+    pmd-defer-recheck-max=0, far fewer per copy with the adaptive
     cadence; the completion latency is shown either way."""
     sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
-                         other_config={"pmd-defer-recheck-max-us": "0"})
+                         other_config={"pmd-defer-recheck-max": "0"})
     sb.set_copy_mode("defer")
     per_copy = {}
     for bound in ("0", "20"):
         sb.vsctl("set", "Open_vSwitch", ".",
-                 "other_config:pmd-defer-recheck-max-us=%s" % bound)
+                 "other_config:pmd-defer-recheck-max=%s" % bound)
         wait_log(sb, "Deferred work re-checks at most %s us apart" % bound)
         run = traffic.loop_run(sb, size=512, duration=2)
         traffic.check(run)
@@ -150,9 +150,22 @@ def test_adaptive_rechecks(sandbox_factory):
 
     # A bad bound is refused and changes nothing.
     sb.vsctl("set", "Open_vSwitch", ".",
-             "other_config:pmd-defer-recheck-max-us=5000")
-    wait_log(sb, 'pmd-defer-recheck-max-us "5000" is not a number of '
+             "other_config:pmd-defer-recheck-max=5000")
+    wait_log(sb, 'pmd-defer-recheck-max "5000" is not a number of '
              'microseconds from 0 to 1000; keeping 20')
+
+    # The deprecated name still applies when the new one is not set, with
+    # a warning; the new name wins when both are.
+    sb.vsctl("remove", "Open_vSwitch", ".", "other_config",
+             "pmd-defer-recheck-max")
+    sb.vsctl("set", "Open_vSwitch", ".",
+             "other_config:pmd-defer-recheck-max-us=7")
+    wait_log(sb, "Deferred work re-checks at most 7 us apart")
+    wait_log(sb, "other_config:pmd-defer-recheck-max-us is deprecated; use "
+             "pmd-defer-recheck-max instead")
+    sb.vsctl("set", "Open_vSwitch", ".",
+             "other_config:pmd-defer-recheck-max=9")
+    wait_log(sb, "Deferred work re-checks at most 9 us apart")
 
 
 # Seconds of each run of test_pmd_sleep_does_not_delay_completions.

@@ -124,7 +124,7 @@ def test_bad_config_values_change_nothing(sandbox_factory):
     before = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
     keys = [("Open_vSwitch", ".", "other_config:vhost-copy-mode"),
             ("Open_vSwitch", ".", "other_config:vhost-copy-auto-threshold"),
-            ("Open_vSwitch", ".", "other_config:pmd-defer-recheck-max-us"),
+            ("Open_vSwitch", ".", "other_config:pmd-defer-recheck-max"),
             ("Open_vSwitch", ".", "other_config:pmd-defer-max-items"),
             ("Open_vSwitch", ".", "other_config:dma-stall-timeout"),
             ("Interface", "v0", "options:vhost-copy-mode")]
@@ -145,7 +145,7 @@ def test_bad_config_values_change_nothing(sandbox_factory):
     # Each key said why it ignored a bad value.
     for key in ("other_config:vhost-copy-mode",
                 "other_config:vhost-copy-auto-threshold",
-                "other_config:pmd-defer-recheck-max-us",
+                "other_config:pmd-defer-recheck-max",
                 "other_config:pmd-defer-max-items",
                 "other_config:dma-stall-timeout",
                 "options:vhost-copy-mode"):
