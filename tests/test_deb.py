@@ -152,6 +152,16 @@ def test_deb_install_select_run_remove(machine, tmp_path):
     assert "+async" not in sh("ovs-vswitchd --version")
     sh("apt-get install -y -q --no-install-recommends %s" % deb)
     assert PACKAGE in installed()
+    # The installed pages point to each other, not to the stock pages,
+    # which lack the fork's commands and keys.
+    page8 = sh("zcat /usr/share/man/man8/ovs-vswitchd-async.8.gz")
+    assert r"ovs\-vswitchd\-async.conf.db\fR(5)" in page8
+    assert r"ovs\-vswitchd.conf.db\fR(5)" not in page8
+    assert "vhost-copy-mode-set" in page8
+    page5 = sh("zcat /usr/share/man/man5/ovs-vswitchd-async.conf.db.5.gz")
+    assert "ovs-vswitchd-async(8)" in page5
+    assert "ovs-vswitchd(8)" not in page5
+    assert "pmd-defer-recheck-max" in page5
     # Installed below the stock binary's priority: nothing changes yet.
     assert alternative() == STOCK_VSWITCHD
 
