@@ -39,7 +39,7 @@ import tempfile
 
 import pytest
 
-from ovs_async.sandbox import dpdk_pmd_dir, fork_version
+from ovs_async.sandbox import dpdk_pmd_dir, fork_version, upstream_version
 from ovs_async.wait import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -131,7 +131,12 @@ def test_deb_install_select_run_remove(machine, tmp_path):
     control = sh("dpkg-deb -f %s" % deb)
     # DPDK's libraries by its ABI: 23 for 22.11, 25 for 24.11.
     abi = dpdk_pmd_dir()[1].split(".")[0]
-    for dep in ["openvswitch-switch (>= "] + [
+    # Its version names the commit, and it takes any Debian revision of
+    # the same upstream Open vSwitch (security updates), not the next one.
+    assert sh("dpkg-deb -f %s Version" % deb).strip() == fork_version() + "-1"
+    uv = upstream_version()
+    for dep in ["openvswitch-switch (>= %s), openvswitch-switch (<< %s.1~)"
+                % (uv, uv)] + [
             "librte-%s%s" % (lib, abi)
             for lib in ("vhost", "dmadev", "dma-idxd", "dma-ioat")]:
         assert dep in control, control
@@ -211,3 +216,22 @@ def test_deb_install_select_run_remove(machine, tmp_path):
     assert PACKAGE not in installed()
     assert alternative() == STOCK_VSWITCHD
     assert "+async" not in sh("ovs-vswitchd --version")
+
+    # 9. A DPDK host: openvswitch-switch-dpdk's binary is selected when the
+    # package is installed, then the fork's.  Removing the package selects
+    # the -dpdk binary again, not the stock one of higher priority, whose
+    # datapath has no DPDK ports.
+    sh("apt-get install -y -q --no-install-recommends "
+       "openvswitch-switch-dpdk")
+    dpdk = [p for p in sh("update-alternatives --list ovs-vswitchd").split()
+            if p.endswith("-dpdk")]
+    assert len(dpdk) == 1, dpdk
+    sh("update-alternatives --set ovs-vswitchd %s" % dpdk[0])
+    sh("apt-get install -y -q --no-install-recommends %s" % deb)
+    assert alternative() == dpdk[0]
+    sh("update-alternatives --set ovs-vswitchd %s" % FORK_VSWITCHD)
+    assert alternative() == FORK_VSWITCHD
+    sh("apt-get remove -y -q %s" % PACKAGE)
+    assert PACKAGE not in installed()
+    assert alternative() == dpdk[0]
+    assert not os.path.exists("/var/lib/%s" % PACKAGE)

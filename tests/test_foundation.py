@@ -33,9 +33,16 @@ from conftest import TOP
 
 def test_one_version_identity(build, sandbox):
     """Every program, the Python library and its tools, the man pages, the
-    startup log and OpenFlow's description name the same version."""
+    startup log and OpenFlow's description name the same version, and it
+    names the build's commit: HEAD's (the build unpacks again when HEAD
+    moves)."""
     want = fork_version(build)
-    assert want == "3.5.0+async", want
+    assert re.fullmatch(r"3\.5\.0\+async\.\d+\.g[0-9a-f]{10}", want), want
+    head = subprocess.run(["git", "-c", "safe.directory=" + TOP, "-C", TOP,
+                           "rev-parse", "--short=10", "HEAD"],
+                          capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert want.endswith(".g" + head), (want, head)
 
     def out(*argv, **kw):
         return subprocess.run(argv, capture_output=True, text=True,

@@ -79,10 +79,24 @@ def fork_define(name):
     return m.group(1)
 
 
+def fork_build_id():
+    """What the build appends to the version for HEAD's commit
+    (build-aux/ovs-fork-build-id): ".N.gSHA"."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    p = subprocess.run([os.path.join(top, "build-aux", "ovs-fork-build-id")],
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise SandboxError("ovs-fork-build-id: " + p.stderr.strip())
+    return p.stdout.strip()
+
+
 def fork_version(build=None):
-    """The fork's version: upstream's with the suffix of lib/ovs-fork.h,
-    as every program of the build says it ("3.5.0+async")."""
-    return upstream_version(build) + fork_define("OVS_FORK_VERSION_SUFFIX")
+    """The fork's version for HEAD's commit: upstream's with the suffix of
+    lib/ovs-fork.h and the commit, as every program of a build of HEAD
+    says it ("3.5.0+async.412.g42942ea1b2")."""
+    return (upstream_version(build) + fork_define("OVS_FORK_VERSION_SUFFIX")
+            + fork_build_id())
 
 
 def dpdk_pmd_dir():
