@@ -39,8 +39,8 @@ struct smap;
  * makes DMA lose at once.  The packet rate at which it did so is kept, per
  * frame size class, as the engine's capacity for the queue: for a while
  * (VHOST_AUTO_CAP_TTL_MS) the queue leaves DMA when its rate reaches that
- * capacity, and does not go back to DMA, probes included, at 7/8 of it or
- * more; an engine that cannot keep up costs the guest packets on every
+ * capacity, and does not go back to DMA, probes included, at half of it
+ * or more; an engine that cannot keep up costs the guest packets on every
  * return.  other_config:vhost-copy-auto-threshold pins the choice to the
  * frame size instead: DMA at and above the threshold.
  *
