@@ -37,12 +37,17 @@ def test_one_version_identity(build, sandbox):
     names the build's commit: HEAD's (the build unpacks again when HEAD
     moves)."""
     want = fork_version(build)
-    assert re.fullmatch(r"3\.5\.0\+async\.\d+\.g[0-9a-f]{10}", want), want
-    head = subprocess.run(["git", "-c", "safe.directory=" + TOP, "-C", TOP,
-                           "rev-parse", "--short=10", "HEAD"],
-                          capture_output=True, text=True,
-                          check=True).stdout.strip()
-    assert want.endswith(".g" + head), (want, head)
+    if os.path.exists(os.path.join(TOP, ".git")):
+        assert re.fullmatch(r"3\.5\.0\+async\.\d+\.g[0-9a-f]{10}",
+                            want), want
+        head = subprocess.run(["git", "-c", "safe.directory=" + TOP, "-C",
+                               TOP, "rev-parse", "--short=10", "HEAD"],
+                              capture_output=True, text=True,
+                              check=True).stdout.strip()
+        assert want.endswith(".g" + head), (want, head)
+    else:
+        # A source tarball: no commit to name.
+        assert want == "3.5.0+async", want
 
     def out(*argv, **kw):
         return subprocess.run(argv, capture_output=True, text=True,
