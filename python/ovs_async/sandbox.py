@@ -39,6 +39,11 @@ from ovs_async import parse
 from ovs_async.wait import wait_until
 
 
+# The fork's source tree (this module is python/ovs_async/sandbox.py).
+SRCDIR = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
 class SandboxError(Exception):
     """A sandbox could not be set up or a command in it failed."""
 
@@ -47,9 +52,7 @@ def build_dir():
     """The upstream build tree of the fork (OVS_ASYNC_BUILD or _build/)."""
     d = os.environ.get("OVS_ASYNC_BUILD")
     if not d:
-        top = os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))
-        d = os.path.join(top, "_build", "openvswitch")
+        d = os.path.join(SRCDIR, "_build", "openvswitch")
     if not os.path.exists(os.path.join(d, "vswitchd", "ovs-vswitchd")):
         raise SandboxError("%s has no built ovs-vswitchd: run "
                            "'./ovs-fork build' first" % d)
@@ -70,9 +73,7 @@ def upstream_version(build=None):
 def fork_define(name):
     """The string that lib/ovs-fork.h, the fork's identity, defines as
     'name'."""
-    top = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    with open(os.path.join(top, "lib", "ovs-fork.h")) as f:
+    with open(os.path.join(SRCDIR, "lib", "ovs-fork.h")) as f:
         m = re.search(r'^#define %s "(.+)"$' % name, f.read(), re.M)
     if not m:
         raise SandboxError("lib/ovs-fork.h defines no %s" % name)
@@ -82,10 +83,8 @@ def fork_define(name):
 def fork_build_id():
     """What the build appends to the version for HEAD's commit
     (build-aux/ovs-fork-build-id): ".N.gSHA"."""
-    top = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    p = subprocess.run([os.path.join(top, "build-aux", "ovs-fork-build-id")],
-                       capture_output=True, text=True)
+    script = os.path.join(SRCDIR, "build-aux", "ovs-fork-build-id")
+    p = subprocess.run([script], capture_output=True, text=True)
     if p.returncode:
         raise SandboxError("ovs-fork-build-id: " + p.stderr.strip())
     return p.stdout.strip()
