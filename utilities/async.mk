@@ -13,6 +13,8 @@ utilities_ovs_vhost_guest_SOURCES = \
 	utilities/ovs-vhost-frame.c \
 	utilities/ovs-vhost-frame.h
 utilities_ovs_vhost_guest_LDADD = -lm
+# The virtio-user driver calls our bind() (ovs-vhost-guest.c, listen_ports()).
+utilities_ovs_vhost_guest_LDFLAGS = -Wl,--export-dynamic-symbol=bind
 man_MANS += utilities/ovs-vhost-guest.8
 EXTRA_DIST += utilities/ovs-vhost-guest.8.in
 CLEANFILES += utilities/ovs-vhost-guest.8

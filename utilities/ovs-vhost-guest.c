@@ -53,6 +53,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -60,6 +61,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -181,6 +184,7 @@ struct port {
     /* Runtime. */
     uint16_t port_id;
     bool bound;                 /* Its socket was (maybe) created. */
+    int listen_fd;              /* Listening, until virtio-user binds. */
     bool probed;
     bool configured;
     unsigned int lcore;
@@ -508,6 +512,7 @@ parse_port(const char *arg)
     memset(p, 0, sizeof *p);
     p->index = opt.n_ports;
     p->n_queues = 1;
+    p->listen_fd = -1;
 
     /* The socket path comes first. */
     tok = strtok_r(copy, ",", &save);
@@ -1928,6 +1933,101 @@ check_socket_path(const struct port *p)
     return !in_use;
 }
 
+/* Every port's socket listens from the start.
+ *
+ * A virtio-user server creates its socket when its device is created, and
+ * then blocks in accept() until a client connects; devices are created one
+ * after another.  A vhost-user client of the switch whose connection
+ * failed tries again once a second (DPDK's reconnection thread), so each
+ * port would wait for the next of those passes: a guest of two ports
+ * waited 1.5 s on average for its links.  Instead, listen_ports() makes
+ * every port's socket listen before the first device is created, so that
+ * the switch connects all of them in one pass, and when virtio-user binds
+ * its socket to a port's path, bind() below hands it the socket that
+ * already listens, the switch's connection waiting in its backlog.
+ *
+ * This program exports bind() (utilities/async.mk), so that the virtio-user
+ * driver, which EAL loads with -d, calls this one. */
+static pthread_mutex_t listen_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+raw_bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    return syscall(SYS_bind, fd, addr, len);
+}
+
+int
+bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    const struct sockaddr_un *un = (const struct sockaddr_un *) addr;
+    int listen_fd = -1;
+    int fd_flags, error;
+
+    if (addr && addr->sa_family == AF_UNIX
+        && len > offsetof(struct sockaddr_un, sun_path)) {
+        pthread_mutex_lock(&listen_mutex);
+        for (unsigned int i = 0; i < opt.n_ports; i++) {
+            struct port *p = &opt.ports[i];
+
+            if (p->listen_fd >= 0
+                && !strncmp(un->sun_path, p->path, sizeof un->sun_path)) {
+                listen_fd = p->listen_fd;
+                p->listen_fd = -1;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&listen_mutex);
+    }
+    if (listen_fd < 0) {
+        return raw_bind(fd, addr, len);
+    }
+
+    /* 'fd' becomes the listening socket; it keeps its descriptor flags. */
+    fd_flags = fcntl(fd, F_GETFD);
+    error = 0;
+    if (dup2(listen_fd, fd) < 0
+        || (fd_flags >= 0 && fcntl(fd, F_SETFD, fd_flags) < 0)) {
+        error = errno;
+    }
+    close(listen_fd);
+    errno = error;
+    return error ? -1 : 0;
+}
+
+/* Makes every port's socket listen (see bind() above).  A port whose
+ * socket cannot be created here is left to virtio-user, which reports
+ * the error. */
+static void
+listen_ports(void)
+{
+    pthread_mutex_lock(&listen_mutex);
+    for (unsigned int i = 0; i < opt.n_ports; i++) {
+        struct port *p = &opt.ports[i];
+        struct sockaddr_un un;
+        int fd;
+
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0) {
+            continue;
+        }
+        memset(&un, 0, sizeof un);
+        un.sun_family = AF_UNIX;
+        snprintf(un.sun_path, sizeof un.sun_path, "%s", p->path);
+        if (raw_bind(fd, (struct sockaddr *) &un, sizeof un) < 0) {
+            close(fd);
+            continue;
+        }
+        p->bound = true;
+        if (listen(fd, 1) < 0) {
+            close(fd);
+            unlink(p->path);
+            continue;
+        }
+        p->listen_fd = fd;
+    }
+    pthread_mutex_unlock(&listen_mutex);
+}
+
 /* Creates the virtio-user devices.  In server mode, creating one blocks
  * until a vhost-user client (Open vSwitch) connects to its socket, so this
  * is where most of --wait-link is spent.  All other threads were created
@@ -1938,6 +2038,7 @@ probe_ports(void)
 {
     bool ok = true;
 
+    listen_ports();
     set_alarm(opt.wait_link);
     for (unsigned int i = 0; i < opt.n_ports && ok; i++) {
         struct port *p = &opt.ports[i];
