@@ -48,8 +48,8 @@ parse_arg(struct unixctl_conn *conn, const char *arg, const char *what,
         struct ds reply = DS_EMPTY_INITIALIZER;
 
         ds_put_format(&reply, "invalid %s \"%.32s%s\" (expected a number "
-                      "from 0 to %u)", what, arg, strlen(arg) > 32 ? "..." : "",
-                      max);
+                      "from 0 to %u)", what, arg,
+                      strlen(arg) > 32 ? "..." : "", max);
         unixctl_command_reply_error(conn, ds_cstr(&reply));
         ds_destroy(&reply);
         return false;

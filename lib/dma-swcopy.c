@@ -50,6 +50,7 @@
 #include <rte_devargs.h>
 #include <rte_dmadev.h>
 #include <rte_eal.h>
+#include <rte_errno.h>
 #include <rte_kvargs.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -881,7 +882,7 @@ swcopy_start_thread(struct swcopy_dev *sw)
     pthread_attr_destroy(&attr);
     if (error) {
         SWCOPY_ERR("%s: cannot start worker thread on CPU %d (%s)",
-                   sw->ctl.name, sw->ctl.cpu, strerror(error));
+                   sw->ctl.name, sw->ctl.cpu, rte_strerror(error));
         return -error;
     }
     snprintf(tname, sizeof tname, "%.15s", sw->ctl.name);

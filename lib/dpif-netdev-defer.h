@@ -47,8 +47,9 @@ struct smap;
  * DP_DEFER_DRAIN_MAX_MS: an engine that stops completing must not hold a
  * PMD reload (and the main thread waiting for it) forever.  The callbacks
  * of what is left were told (drain == true) that this thread may stop
- * polling their work; the netdev layer then retires it by other means.  There is no
- * cross-thread handoff: only the owning thread touches its list.
+ * polling their work; the netdev layer then retires it by other means.
+ * There is no cross-thread handoff: only the owning thread touches its
+ * list.
  *
  * Adaptive re-checks.  Re-checking work that is still in flight costs
  * cycles; leaving finished work unretired costs latency and ring space.

@@ -85,9 +85,9 @@ uint64_t netdev_dpdk_dma_retired(void);
 
 /* Appends to 'names' (if nonnull) the engines that PMD threads copy on now
  * (owned, set up and in service), separated by ", ", and returns how
- * many.  Takes the pool's mutex, which the pool holds while it asks the copy modes about
- * their copies (netdev_dpdk_dma_set_users_cb()): the caller holds none of
- * theirs. */
+ * many.  Takes the pool's mutex, which the pool holds while it asks the
+ * copy modes about their copies (netdev_dpdk_dma_set_users_cb()): the
+ * caller holds none of theirs. */
 struct ds;
 int netdev_dpdk_dma_in_service(struct ds *names);
 

@@ -2186,11 +2186,6 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
     return dropped;
 }
 
-/* A sender in a 'puts_aside' mode that found the lock 'tx_lock' of Tx queue
- * 'qid' taken: instead of waiting for it, puts what it can of 'pkts' into
- * the queue's ring, which the lock's next holder sends first, and queues a
- * work item that sends them itself if nobody else does.  Returns the number
- * of packets put aside. */
 /* Remembers 'tx_lock' as the lock of Tx queue 'qid', for the work items
  * that send what is put aside there. */
 static void
@@ -2204,6 +2199,11 @@ note_tx_lock(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock)
     }
 }
 
+/* A sender in a 'puts_aside' mode that found the lock 'tx_lock' of Tx queue
+ * 'qid' taken: instead of waiting for it, puts what it can of 'pkts' into
+ * the queue's ring, which the lock's next holder sends first, and queues a
+ * work item that sends them itself if nobody else does.  Returns the number
+ * of packets put aside. */
 static int
 put_aside(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock,
           struct rte_mbuf **pkts, int cnt)

@@ -26,9 +26,9 @@
 
 struct smap;
 
-/* The 'auto' vhost copy mode's policy: per Tx queue, whether a burst is
- * copied on the CPU or handed to the PMD's DMA engine (and retired the
- * 'defer' way).
+/* The 'auto' vhost copy mode's policy: per queue, Tx or Rx, whether a
+ * burst is copied on the CPU or handed to the PMD's DMA engine (a Tx burst
+ * then retired the 'defer' way, an Rx burst dequeued asynchronously).
  *
  * It learns, per frame size class, what each path costs the sending PMD
  * in cycles per delivered packet (submit plus retire for DMA), and keeps
@@ -44,10 +44,12 @@ struct smap;
  * return.  other_config:vhost-copy-auto-threshold pins the choice to the
  * frame size instead: DMA at and above the threshold.
  *
- * The caller (netdev-dpdk-vhost-async.c) serializes the senders of a queue
- * (its txq lock) and performs the switch: in-flight copies are retired
- * before a queue goes back to the CPU, so that order within the queue is
- * kept.  Statistics and the path in use may be read from any thread. */
+ * The caller serializes the users of a queue (a Tx queue's senders by its
+ * txq lock in netdev-dpdk-vhost-async.c, an Rx queue's by the PMD that
+ * polls it in netdev-dpdk-vhost-rx.c) and performs the switch: in-flight
+ * copies are retired before a queue goes back to the CPU, so that order
+ * within the queue is kept.  Statistics and the path in use may be read
+ * from any thread. */
 
 enum vhost_auto_path {
     VHOST_AUTO_CPU,
@@ -59,7 +61,7 @@ enum vhost_auto_path {
 #define VHOST_AUTO_N_CLASSES 6
 
 struct vhost_auto {
-    /* Written by the queue's sender under its txq lock. */
+    /* Written by the queue's user (see above). */
     uint32_t size_ewma;             /* Average frame size, bytes * 16. */
     uint32_t bursts;                /* Bursts since the last probe. */
     uint32_t probe_interval;        /* Bursts between probes (backs off). */

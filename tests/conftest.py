@@ -234,6 +234,7 @@ def pairwise(first, second, third):
 # Each pattern must select at least one test, so that the list cannot rot.
 QUICK = [
     r"tests/test_parse\.py::",
+    r"tests/test_style\.py::",
     r"tests/test_vhost_frame\.py::",
     r"tests/test_foundation\.py::test_(one_version_identity|"
     r"bug_address_is_the_forks|guest_tool_bad_options|sandbox_bad_options|"

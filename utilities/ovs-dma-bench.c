@@ -73,6 +73,7 @@
 #include <rte_memcpy.h>
 
 #include "dma-swcopy.h"
+#include "util.h"
 
 #define MAX_LIST 16
 #define MAX_DEVS 16
@@ -186,7 +187,7 @@ static bool
 parse_list(const char *arg, unsigned int min, unsigned int max,
            unsigned int *list, unsigned int *n)
 {
-    char *copy = strdup(arg);
+    char *copy = xstrdup(arg);
     char *save = NULL;
     char *tok;
     bool ok = true;
@@ -434,9 +435,9 @@ static void
 bench_lockstep(int16_t dev, const struct buffers *b, unsigned int size,
                unsigned int batch, const struct options *o, struct result *r)
 {
-    double *sub = malloc(MAX_SAMPLES * sizeof *sub);
-    double *cpl = malloc(MAX_SAMPLES * sizeof *cpl);
-    double *tot = malloc(MAX_SAMPLES * sizeof *tot);
+    double *sub = xmalloc(MAX_SAMPLES * sizeof *sub);
+    double *cpl = xmalloc(MAX_SAMPLES * sizeof *cpl);
+    double *tot = xmalloc(MAX_SAMPLES * sizeof *tot);
     double slice_mops[1000];
     uint64_t sub_sum = 0, cpl_sum = 0, empty_cyc = 0, empty_calls = 0;
     uint64_t copies = 0, errors = 0;
@@ -672,7 +673,7 @@ pingpong(int cpu)
     if (cpu < 0) {
         return 0;
     }
-    rtt = malloc(ROUNDS * sizeof *rtt);
+    rtt = xmalloc(ROUNDS * sizeof *rtt);
     pp.ping = pp.pong = 0;
     pp.rounds = ROUNDS;
     CPU_ZERO(&cpus);
@@ -894,7 +895,7 @@ main(int argc, char *argv[])
         }
     }
     if (sep < argc) {
-        char **app_argv = calloc(argc - sep + 1, sizeof *app_argv);
+        char **app_argv = xcalloc(argc - sep + 1, sizeof *app_argv);
 
         app_argv[0] = argv[0];
         for (i = sep + 1; i < (unsigned int) argc; i++) {
@@ -964,12 +965,12 @@ main(int argc, char *argv[])
         error = setup_dev(dev, o.ring);
         if (error) {
             fprintf(stderr, "%s: cannot set up %s (%s)\n", prog,
-                    names[n_devs], strerror(-error));
+                    names[n_devs], ovs_strerror(-error));
             rc = 1;
             continue;
         }
 
-        r = res[n_devs] = calloc(n_res, sizeof *r);
+        r = res[n_devs] = xcalloc(n_res, sizeof *r);
         for (i = 0; i < o.n_sizes; i++) {
             for (j = 0; j < o.n_batches; j++) {
                 struct result *x = &r[i * o.n_batches + j];
@@ -1040,7 +1041,7 @@ main(int argc, char *argv[])
         FILE *f = fopen(o.json, "w");
 
         if (!f) {
-            fprintf(stderr, "%s: %s: %s\n", prog, o.json, strerror(errno));
+            fprintf(stderr, "%s: %s: %s\n", prog, o.json, ovs_strerror(errno));
             rc = 1;
         } else {
             write_json(f, &o, names, res, n_devs, n_res, base, bench_cpu,
