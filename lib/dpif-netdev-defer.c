@@ -266,11 +266,13 @@ dp_defer_submit(dp_defer_work_cb *cb, void *aux, int qid, uint32_t n)
 
     atomic_read_relaxed(&max_items_cfg, &cfg);
     if (defer->n_items >= MIN(defer->max_items, cfg)) {
-        /* Full: retire what is done to make room.  The work is never run
-         * here: the caller may hold a lock that the work takes. */
+        /* Full: run the items that are due, to retire what is done and make
+         * room (their callbacks only try-lock outside a drain).  The new
+         * item's work is never run here: the caller may hold a lock that
+         * the work takes. */
         dp_defer_run(defer);
         if (defer->n_items >= MIN(defer->max_items, cfg)) {
-            dp_defer_count(defer, DP_DEFER_INLINE, 1);
+            dp_defer_count(defer, DP_DEFER_REFUSED, 1);
             return false;
         }
     }
@@ -528,7 +530,7 @@ dp_defer_format_stats(struct ds *reply, const struct dp_defer *defer)
                       "  deferred work items refused (list full): %"PRIu64"\n"
                       "  deferred work left by a drain: %"PRIu64"\n",
                       s[DP_DEFER_QUEUED], s[DP_DEFER_COMPLETED],
-                      s[DP_DEFER_RECHECKS], s[DP_DEFER_INLINE],
+                      s[DP_DEFER_RECHECKS], s[DP_DEFER_REFUSED],
                       s[DP_DEFER_LEFT]);
         ds_put_format(reply,
                       "  deferred completion latency: avg %.1f us, "

@@ -32,8 +32,7 @@ struct smap;
  * packet copy handed to a DMA engine) records a work item in its own list
  * instead of waiting for it.  The PMD runs its list after each round of Rx
  * polling, and drains it before RCU quiescing for a reload and before it
- * exits.  An item whose work is still in flight stays queued; when the list
- * is full, the new item's work is run inline until it is done.
+ * exits.  An item whose work is still in flight stays queued.
  *
  * A thread without a list (the main thread, which sends OpenFlow
  * packet-outs), or whose list is full, gets false from dp_defer_submit():
@@ -79,7 +78,7 @@ enum dp_defer_stat {
     DP_DEFER_QUEUED,        /* Items added to the list. */
     DP_DEFER_COMPLETED,     /* Items whose work finished. */
     DP_DEFER_RECHECKS,      /* Runs of items still in flight. */
-    DP_DEFER_INLINE,        /* Items refused because the list was full. */
+    DP_DEFER_REFUSED,       /* Items refused because the list was full. */
     DP_DEFER_LEFT,          /* Items a drain gave up on (time bound). */
 
     /* Completion latency of submissions, in ticks (dp_defer_ticks()). */

@@ -488,7 +488,8 @@ netdev_dpdk_dma_set_users_cb(unsigned int (*cb)(int16_t id))
     dma_users_cb = cb;
 }
 
-/* vhost 22.11 does not handle DMA errors: it only calls rte_dma_completed(),
+/* vhost does not handle DMA errors (22.11, nor 24.11's
+ * lib/vhost/virtio_net.c): it only calls rte_dma_completed(),
  * which stops at the first failed copy until rte_dma_completed_status()
  * collects it, so neither that copy nor any later one of the engine ever
  * completes for vhost.  A vchan that says it halted on an error is taken

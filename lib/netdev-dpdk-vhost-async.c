@@ -1598,10 +1598,10 @@ clear_all(struct vhost_async *async, int vid, unsigned int dirs_mask,
 
 /* Forgets the copies of every queue, whose device goes away: 'left' copies
  * on the dmadevs in 'stuck' were never completed.  They are counted as
- * abandoned, and the dmadevs go out of service: vhost 22.11 cannot cancel
- * a copy, and keeps pointers into the device's freed state for each copy
- * until its dmadev completes it.  What the clears completed of the guest's
- * packets is dropped. */
+ * abandoned, and the dmadevs go out of service: vhost (22.11 and 24.11)
+ * cannot cancel a copy, and keeps pointers into the device's freed state
+ * for each copy until its dmadev completes it.  What the clears completed
+ * of the guest's packets is dropped. */
 static void
 reset_queues(struct vhost_async *async, int left, uint64_t stuck)
 {
@@ -1906,7 +1906,8 @@ static void
 leave_to_sweepers(struct vhost_async *async, int qid, bool orphaned)
 {
     if (orphaned) {
-        atomic_store_relaxed(&async->txqs[qid].orphaned, true);
+        /* After the copies were counted (see sweep_orphaned()). */
+        atomic_store(&async->txqs[qid].orphaned, true);
     }
     atomic_store_relaxed(&async->sweep, true);
 }
@@ -1948,8 +1949,9 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
 
     *n_retired = 0;
     if (vid < 0) {
-        /* The device went away and destroy_device() cleared everything.
-         * What is put aside waits for the queue's next sender. */
+        /* The device went away and destroy_device() cleared everything,
+         * what was put aside included (freed, and counted as Tx
+         * failures). */
         return false;
     }
     if (mode->puts_aside && OVS_UNLIKELY(has_put_aside(async, qid))) {
@@ -1989,8 +1991,9 @@ defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
 }
 
 /* Polls every dmadev of Tx queue 'qid' if a PMD's drain left copies there
- * that no deferred work list polls any more.  The caller serializes the
- * queue's senders. */
+ * that no deferred work list polls any more.  Called by a sender, which
+ * holds the queue's lock, or by a sweeper (sweep_port()), which does not:
+ * the polls themselves are serialized by txq_vq_lock(). */
 static inline void
 sweep_orphaned(struct vhost_async *async, int vid, int qid)
 {
@@ -2000,7 +2003,14 @@ sweep_orphaned(struct vhost_async *async, int vid, int qid)
     if (OVS_UNLIKELY(orphaned)) {
         poll_all(async, vid, qid);
         if (inflight(async, qid) <= 0) {
-            atomic_store_relaxed(&async->txqs[qid].orphaned, false);
+            /* A drain may leave copies here between that test and the
+             * exchange, from another thread.  It counted them before it
+             * set the flag (leave_to_sweepers()), and the exchange reads
+             * its store: the count is then seen, and the flag restored. */
+            atomic_exchange(&async->txqs[qid].orphaned, false);
+            if (inflight(async, qid) > 0) {
+                atomic_store(&async->txqs[qid].orphaned, true);
+            }
         }
     }
 }
@@ -2532,8 +2542,8 @@ struct vhost_user_vring_state_msg {
  *   vhost 22.11 completes copies of a disabled vring without giving their
  *   buffers back to the guest, which then never gets them back, and the
  *   queue is dead once the guest enables it again.
- * - An enable: vhost 22.11 refuses to enable a vring with copies in
- *   flight.  An enable of an enabled vring changes nothing, so it is
+ * - An enable: vhost (22.11 and 24.11) refuses to enable a vring with
+ *   copies in flight.  An enable of an enabled vring changes nothing, so it is
  *   passed over, and vhost tells the guest that it succeeded.  A disabled
  *   vring with copies in flight (after a clear that gave up on an engine)
  *   is cleared first.

@@ -84,11 +84,11 @@ enum vhost_async_msg_verdict vhost_async_pre_message(int vid,
  * through vhost_async_send() instead of rte_vhost_enqueue_burst(). */
 bool vhost_async_active(const struct vhost_async *);
 
-/* Sends 'cnt' packets on txq 'qid' (vhost vring 'vring') of device 'vid'.
- * Takes ownership of all of them.  'tx_lock' is the txq lock of the port
- * (taken here when the mode needs it).  Returns the number of packets it
- * could not send (already freed), for the caller's drop counters, and
- * the number of enqueue retries in '*retries'. */
+/* Sends 'cnt' packets on txq 'qid' (vhost vring 2 * 'qid') of device
+ * 'vid'.  Takes ownership of all of them.  'tx_lock' is the txq lock of
+ * the port (taken here when the mode needs it).  Returns the number of
+ * packets it could not send (already freed), for the caller's drop
+ * counters, and the number of enqueue retries in '*retries'. */
 int vhost_async_send(struct vhost_async *, int vid, int qid,
                      struct rte_mbuf **pkts, int cnt, int max_retries,
                      int *retries, rte_spinlock_t *tx_lock);

@@ -34,10 +34,11 @@ struct rte_mempool;
  * In 'dma' the PMD thread that polls an Rx queue submits the copies of the
  * guest's next packets to its DMA engine and receives those whose copies
  * completed (DPDK's rte_vhost_async_try_dequeue_burst()), in the guest's
- * order: completions are polled by that same PMD, which owns the queue, so
- * the Rx path needs no lock of its own.  'auto' chooses per Rx queue
- * between the CPU and 'dma' by what each costs the PMD per packet, with the
- * policy of netdev-dpdk-vhost-auto.h.
+ * order: completions are polled by that same PMD, which owns the queue.
+ * Its only lock keeps a clear out (vhost_rx_lock(), which the PMD
+ * try-locks), and the stash that a clear fills has a lock of its own.
+ * 'auto' chooses per Rx queue between the CPU and 'dma' by what each costs
+ * the PMD per packet, with the policy of netdev-dpdk-vhost-auto.h.
  *
  * A queue that leaves DMA (a mode change, a thread without an engine,
  * 'auto' choosing the CPU) first receives what it has in flight, and only

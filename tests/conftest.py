@@ -17,102 +17,47 @@
 DPDK tests never skip: when the machine cannot run them (no hugepages and
 --no-huge failing, testpmd missing, nothing built), they fail."""
 
-import glob
-import itertools
+import functools
 import os
 import re
 import shutil
 import sys
-import tempfile
 
 import pytest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "python"))
 
+from ovs_async import sanitize  # noqa: E402
 from ovs_async.sandbox import Sandbox, build_dir  # noqa: E402
 
 
-# On the sanitizer build (make check-sanitize sets OVS_ASYNC_SANITIZE),
-# every process the tests start (ovs-vswitchd, ovsdb-server, the guests)
-# writes its AddressSanitizer and UndefinedBehaviorSanitizer reports to
-# files here, and the test during which one appeared fails.  Leak checking
-# is off: ovs-vswitchd does not free everything at exit, by design.
-SANITIZE = bool(os.environ.get("OVS_ASYNC_SANITIZE"))
-if SANITIZE:
-    SAN_DIR = tempfile.mkdtemp(prefix="ovs-async-san-")
-    # log_exe_name puts the program's name in each report's file name:
-    # asan.ovs-vhost-guest.1234 rather than asan.1234.
-    os.environ["ASAN_OPTIONS"] = ("detect_leaks=0:log_exe_name=1:"
-                                  "log_path=%s/asan" % SAN_DIR)
-    os.environ["UBSAN_OPTIONS"] = ("print_stacktrace=1:log_exe_name=1:"
-                                   "log_path=%s/ubsan" % SAN_DIR)
+# The sanitizer build's reports (python/ovs_async/sanitize.py): None on
+# the normal build.
+SANITIZER = sanitize.from_environment()
 
-
-# GCC 12's UndefinedBehaviorSanitizer, which shares AddressSanitizer's
-# runtime here, ignores log_path and writes its reports to standard error.
-# The sandboxes keep each process's standard error in their log folders
-# (ovs-vswitchd.out, ovsdb-server.out, guestN.log): what a report there
-# says is copied to SAN_DIR as a report of its own.
-STDERR_FILES = ("*.out", "guest*.log")
-STDERR_REPORT = re.compile(r"runtime error:|ERROR: AddressSanitizer")
-
-# The sandboxes running now, and how far each of their files was read.
+# The sandboxes running now.
 LIVE_SANDBOXES = []
-READ_UPTO = {}
-STDERR_SEQ = itertools.count()
-
-
-def collect_stderr_reports(sb):
-    """Copies the sanitizer reports that appeared in the standard error of
-    the processes of 'sb' since the last call to SAN_DIR."""
-    if not SANITIZE or not sb.dir or not os.path.isdir(sb.logdir):
-        return
-    for pattern in STDERR_FILES:
-        for path in sorted(glob.glob(os.path.join(sb.logdir, pattern))):
-            with open(path, errors="replace") as f:
-                f.seek(READ_UPTO.get(path, 0))
-                text = f.read()
-                READ_UPTO[path] = f.tell()
-            lines = text.splitlines()
-            starts = [i for i, line in enumerate(lines)
-                      if STDERR_REPORT.search(line)]
-            for i in starts:
-                report = "\n".join(lines[i:i + 40])
-                name = "stderr-san.%s.%d" % (os.path.basename(path),
-                                             next(STDERR_SEQ))
-                with open(os.path.join(SAN_DIR, name), "w") as out:
-                    out.write("%s:\n%s\n" % (path, report))
 
 
 @pytest.fixture(autouse=True)
 def sanitizer_reports():
     """Fails the test if a sanitizer reported anything meanwhile."""
     yield
-    if not SANITIZE:
+    if not SANITIZER:
         return
     for sb in list(LIVE_SANDBOXES):
-        collect_stderr_reports(sb)
-    reports = []
-    for path in unseen_reports():
-        with open(path, errors="replace") as f:
-            reports.append("%s:\n%s" % (path, f.read()[:6000]))
-        os.rename(path, path + ".seen")
+        SANITIZER.collect_stderr(sb)
+    reports = SANITIZER.take()
     assert not reports, "sanitizer reports:\n" + "\n".join(reports)
-
-
-def unseen_reports():
-    return [path for path in sorted(glob.glob(os.path.join(SAN_DIR,
-                                                           "*san.*")))
-            if not path.endswith(".seen")]
 
 
 def pytest_sessionfinish(session):
     """Reports that no test took (those of module sandboxes, read as they
     stopped after their last test) fail the run."""
-    if not SANITIZE:
+    if not SANITIZER:
         return
-    paths = unseen_reports()
+    paths = SANITIZER.unseen()
     for path in paths:
         with open(path, errors="replace") as f:
             print("\nsanitizer report after the last test of its sandbox, "
@@ -160,9 +105,10 @@ class Sandboxes(object):
             # stay if there was one: the test fails for it afterwards.
             sb.keep = True
             sb.stop()
-            collect_stderr_reports(sb)
             LIVE_SANDBOXES.remove(sb)
-            failed = failed or bool(SANITIZE and unseen_reports())
+            if SANITIZER:
+                SANITIZER.collect_stderr(sb)
+                failed = failed or bool(SANITIZER.unseen())
             if sb.dir and not failed:
                 shutil.rmtree(sb.dir, ignore_errors=True)
             elif sb.dir:
@@ -202,17 +148,38 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
-def shared_txq_sandbox(factory, dma):
+def make_swcopy_sandbox(factory, mode, **kwargs):
+    """A sandbox made by 'factory' whose engines are dma_swcopy (1 of them
+    and 2 ports unless 'kwargs' say otherwise), in Tx copy mode 'mode'.
+    'auto' is pinned to DMA (other_config:vhost-copy-auto-threshold=64:
+    every frame of 64 B or more goes to the engine), so that a test that
+    holds copies in flight has them in every mode."""
+    other = dict(kwargs.pop("other_config", {}))
+    if mode == "auto":
+        other.setdefault("vhost-copy-auto-threshold", "64")
+    kwargs.setdefault("ports", 2)
+    kwargs.setdefault("dma", 1)
+    sb = factory(dma_driver="dma_swcopy", other_config=other, **kwargs)
+    sb.set_copy_mode(mode)
+    return sb
+
+
+@pytest.fixture
+def swcopy_sandbox(sandbox_factory):
+    """swcopy_sandbox(mode, **kwargs): make_swcopy_sandbox() with the
+    test's sandbox factory."""
+    return functools.partial(make_swcopy_sandbox, sandbox_factory)
+
+
+def shared_txq_sandbox(swcopy_sandbox, dma):
     """A sandbox in auto, pinned to DMA, where two PMDs (cores 0 and 1)
     both send into v1's only Tx queue: they poll v0's two Rx queues (a
     guest with two queues on v0), and the PMD on core 1 polls v1's.
     'dma' engines (dma_swcopy)."""
-    sb = factory(ports=2, dma=dma, dma_driver="dma_swcopy", pmd_cpus=[0, 1],
-                 other_config={"vhost-copy-auto-threshold": "64"})
+    sb = swcopy_sandbox("auto", dma=dma, pmd_cpus=[0, 1])
     sb.vsctl("set", "Interface", "v0",
              "other_config:pmd-rxq-affinity=0:0,1:1")
     sb.vsctl("set", "Interface", "v1", "other_config:pmd-rxq-affinity=0:1")
-    sb.set_copy_mode("auto")
     return sb
 
 
@@ -274,6 +241,16 @@ SANITIZER_TESTS = [
 ]
 
 
+# The fixtures that start a switch: a test marked "unit" uses none of them.
+SANDBOX_FIXTURES = {"sandbox", "sandbox_factory", "module_sandbox_factory",
+                    "swcopy_sandbox"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "unit: needs no switch (pytest -m unit runs only these)")
+
+
 def pytest_addoption(parser):
     parser.addoption("--quick", action="store_true",
                      help="run only the quick subset (tests/conftest.py, "
@@ -304,6 +281,12 @@ def matches(item, patterns):
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        started = SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("unit") and started:
+            raise pytest.UsageError("%s is marked unit but starts a switch "
+                                    "(%s)" % (test_id(item),
+                                              ", ".join(sorted(started))))
     keep = items
     if config.getoption("--quick"):
         # Every pattern must select a test.

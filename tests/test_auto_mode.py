@@ -40,16 +40,6 @@ def auto_queues(sb, port, kind="txq"):
     return queues
 
 
-def log_text(sb):
-    with open(sb.vswitchd_log) as f:
-        return f.read()
-
-
-def wait_log(sb, text, timeout=10):
-    wait_until(lambda: text in log_text(sb), timeout, "%r not logged" % text,
-               interval=0.1)
-
-
 def test_auto_pinned_threshold_switches_both_ways(sandbox_factory):
     """With the threshold pinned at 512 B, frames of 64 B, then 1518 B,
     then 64 B in one run: every queue moves to DMA and back to the CPU,
@@ -111,7 +101,7 @@ def test_auto_bad_threshold_changes_nothing(sandbox_factory):
     for bad in ("32", "big", "-5", "70000"):
         sb.vsctl("set", "Open_vSwitch", ".",
                  "other_config:vhost-copy-auto-threshold=%s" % bad)
-        wait_log(sb, 'vhost-copy-auto-threshold "%s" is not a frame size'
+        sb.wait_log('vhost-copy-auto-threshold "%s" is not a frame size'
                  % bad)
     traffic.check(traffic.loop_run(sb, size=64, duration=1))
     q = auto_queues(sb, "v0")[0]
@@ -120,7 +110,7 @@ def test_auto_bad_threshold_changes_nothing(sandbox_factory):
     # Back to learning.
     sb.vsctl("remove", "Open_vSwitch", ".", "other_config",
              "vhost-copy-auto-threshold")
-    wait_log(sb, "learning the copy path from measured costs")
+    sb.wait_log("learning the copy path from measured costs")
     r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "v0", "automatic")
     assert r.returncode != 0 and "cpu, v3, ring, defer, auto" in r.stderr
 
@@ -136,7 +126,7 @@ def test_adaptive_rechecks(sandbox_factory):
     for bound in ("0", "20"):
         sb.vsctl("set", "Open_vSwitch", ".",
                  "other_config:pmd-defer-recheck-max=%s" % bound)
-        wait_log(sb, "Deferred work re-checks at most %s us apart" % bound)
+        sb.wait_log("Deferred work re-checks at most %s us apart" % bound)
         run = traffic.loop_run(sb, size=512, duration=2)
         traffic.check(run)
         c = sb.pmd_counters()
@@ -151,7 +141,7 @@ def test_adaptive_rechecks(sandbox_factory):
     # A bad bound is refused and changes nothing.
     sb.vsctl("set", "Open_vSwitch", ".",
              "other_config:pmd-defer-recheck-max=5000")
-    wait_log(sb, 'pmd-defer-recheck-max "5000" is not a number of '
+    sb.wait_log('pmd-defer-recheck-max "5000" is not a number of '
              'microseconds from 0 to 1000; keeping 20')
 
     # The deprecated name still applies when the new one is not set, with
@@ -160,12 +150,12 @@ def test_adaptive_rechecks(sandbox_factory):
              "pmd-defer-recheck-max")
     sb.vsctl("set", "Open_vSwitch", ".",
              "other_config:pmd-defer-recheck-max-us=7")
-    wait_log(sb, "Deferred work re-checks at most 7 us apart")
-    wait_log(sb, "other_config:pmd-defer-recheck-max-us is deprecated; use "
+    sb.wait_log("Deferred work re-checks at most 7 us apart")
+    sb.wait_log("other_config:pmd-defer-recheck-max-us is deprecated; use "
              "pmd-defer-recheck-max instead")
     sb.vsctl("set", "Open_vSwitch", ".",
              "other_config:pmd-defer-recheck-max=9")
-    wait_log(sb, "Deferred work re-checks at most 9 us apart")
+    sb.wait_log("Deferred work re-checks at most 9 us apart")
 
 
 # Seconds of each run of test_pmd_sleep_does_not_delay_completions.
@@ -217,11 +207,11 @@ def test_pmd_sleep_does_not_delay_completions(sandbox_factory):
               "%.0f us" % (mode, lat[0], lat[10000]))
 
 
-def test_pmd_without_engine_keeps_the_queues_choice(sandbox_factory):
+def test_pmd_without_engine_keeps_the_queues_choice(swcopy_sandbox):
     """Two PMDs send into v1's only txq; only one has a DMA engine.  With
     the choice pinned to DMA, the engine-less PMD's CPU copies are
     fallbacks and must not move the shared queue to the CPU."""
-    sb = shared_txq_sandbox(sandbox_factory, dma=1)
+    sb = shared_txq_sandbox(swcopy_sandbox, dma=1)
     sb.clear_pmd_stats()
     g = traffic.start_held(sb, [("v0", "gen+sink", 2), ("v1", "loop", 1)],
                            ["--size", 256, "--duration", 2])

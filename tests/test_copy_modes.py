@@ -32,7 +32,7 @@ MODES = list(COPY_MODES)
 
 
 @pytest.fixture(scope="module")
-def dma_sandbox(module_sandbox_factory):
+def skeleton_sandbox(module_sandbox_factory):
     return module_sandbox_factory(ports=2, mtu=9000, dma=1)
 
 
@@ -40,8 +40,8 @@ def dma_sandbox(module_sandbox_factory):
 # (conftest.pairwise).
 @pytest.mark.parametrize("mode,size,queues",
                          pairwise(MODES, [64, 1518, 9000], [1, 2]))
-def test_mode_verified(dma_sandbox, mode, size, queues):
-    sb = dma_sandbox
+def test_mode_verified(skeleton_sandbox, mode, size, queues):
+    sb = skeleton_sandbox
     sb.set_copy_mode(mode)
     sb.appctl("dpif-netdev/pmd-stats-clear")
     run = traffic.loop_run(sb, size=size, duration=1.5, queues=queues)
@@ -58,8 +58,8 @@ def test_mode_verified(dma_sandbox, mode, size, queues):
     assert sb.vswitchd_alive()
 
 
-def test_mempools_back_to_baseline(dma_sandbox):
-    sb = dma_sandbox
+def test_mempools_back_to_baseline(skeleton_sandbox):
+    sb = skeleton_sandbox
     sb.set_copy_mode("cpu")
     traffic.loop_run(sb, size=64, duration=0.5)
     baseline = sb.mempool_in_use()
@@ -70,8 +70,8 @@ def test_mempools_back_to_baseline(dma_sandbox):
     assert sb.wait_mempools_back(baseline) == {}
 
 
-def test_dmadev_show_and_stats(dma_sandbox):
-    sb = dma_sandbox
+def test_dmadev_show_and_stats(skeleton_sandbox):
+    sb = skeleton_sandbox
     sb.set_copy_mode("defer")
     traffic.check(traffic.loop_run(sb, size=512, duration=1))
     show = sb.appctl("netdev-dpdk/dmadev-show")
@@ -129,8 +129,8 @@ def test_two_pmds_one_txq(sandbox_factory):
 
 
 @pytest.mark.parametrize("mode", ASYNC_MODES)
-def test_mode_switches_under_traffic(dma_sandbox, mode):
-    sb = dma_sandbox
+def test_mode_switches_under_traffic(skeleton_sandbox, mode):
+    sb = skeleton_sandbox
     sb.set_copy_mode("cpu")
     baseline = sb.mempool_in_use()
     g = sb.start_guest([("v0", "gen+sink"), ("v1", "loop")],
@@ -196,8 +196,8 @@ def test_disruptions_under_traffic(sandbox_factory, mode):
     assert sb.wait_mempools_back(baseline) == {}
 
 
-def test_bad_input_changes_nothing(dma_sandbox):
-    sb = dma_sandbox
+def test_bad_input_changes_nothing(skeleton_sandbox):
+    sb = skeleton_sandbox
     sb.set_copy_mode("defer")
     r = sb.appctl_result("netdev-dpdk/vhost-copy-mode-set", "v0", "warp")
     assert r.returncode != 0 and "unknown vhost copy mode" in r.stderr

@@ -41,8 +41,7 @@ from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
 
 from test_lifecycle import (ENGINE, baseline, hold_copies, inflight_total,
-                            lifecycle_sandbox, log_count, start_traffic,
-                            stop_guest)
+                            start_traffic, stop_guest)
 
 
 def dmadev_state(sb, engine=ENGINE):
@@ -81,7 +80,7 @@ def restore(sb, g, event, mode):
 @pytest.mark.parametrize("event", ["guest-kill", "guest-kill-flush50",
                                    "port-delete"])
 @pytest.mark.parametrize("mode", ["v3", "defer"])
-def test_release_after_abandon(sandbox_factory, mode, event):
+def test_release_after_abandon(swcopy_sandbox, mode, event):
     """The engine held (no time limit) with copies in flight, the device
     goes away, the clear gives up after its deadline and the copies are
     abandoned; then the hold is released.  The engine was stopped before
@@ -91,7 +90,7 @@ def test_release_after_abandon(sandbox_factory, mode, event):
     # With tx-flush-interval, packets wait in the PMD's output batches: the
     # main thread once blocked 17.8 s on this path.
     flush = "50" if event.endswith("flush50") else "0"
-    sb = lifecycle_sandbox(sandbox_factory, mode,
+    sb = swcopy_sandbox(mode,
                            other_config={"tx-flush-interval": flush})
     base = baseline(sb)
     g = start_traffic(sb)
@@ -99,10 +98,10 @@ def test_release_after_abandon(sandbox_factory, mode, event):
     probe.start()
     held = hold_copies(sb)
     event_gone(sb, g, event)
-    wait_until(lambda: log_count(sb, "DMA copies abandoned"), 20,
+    wait_until(lambda: sb.log_count("DMA copies abandoned"), 20,
                lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                interval=0.2)
-    assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
+    assert sb.log_count("dmadev %s taken out of service" % ENGINE) == 1
 
     # The dangerous moment: the engine is told to go on.
     sb.swcopy("release", ENGINE)
@@ -139,13 +138,13 @@ def check_recovered_after_abandon(sb, base, mode):
 
 
 @pytest.mark.parametrize("mode", ["v3", "defer"])
-def test_slow_engine_finished_by_the_fence(sandbox_factory, mode):
+def test_slow_engine_finished_by_the_fence(swcopy_sandbox, mode):
     """An engine slower than the clear's deadline (dma-swcopy/delay: 20 ms
     a copy) when the guest vanishes: the clear gives up, the fence stops
     the engine, whose worker executes what it still holds at once, while
     the memory is mapped, and the clear retires it: nothing is abandoned,
     and nothing lands later (the switch lives)."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
+    sb = swcopy_sandbox(mode)
     g = start_traffic(sb)
     probe = Responsiveness(sb)
     probe.start()
@@ -154,7 +153,7 @@ def test_slow_engine_finished_by_the_fence(sandbox_factory, mode):
                lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                interval=0.2)
     g.stop(sig=signal.SIGKILL)
-    wait_until(lambda: log_count(sb, "dmadev %s taken out of service"
+    wait_until(lambda: sb.log_count("dmadev %s taken out of service"
                                  % ENGINE), 20,
                lambda: sb.appctl("netdev-dpdk/dmadev-show"), interval=0.2)
     time.sleep(2)
@@ -216,7 +215,7 @@ def leaving_run(sb, n_outs, duration=20):
     return run, foreign + dropped
 
 
-def test_packet_out_while_auto_leaves_dma(sandbox_factory):
+def test_packet_out_while_auto_leaves_dma(swcopy_sandbox):
     """The main thread, which has no deferred work list, sends OpenFlow
     packet-outs into a port whose auto Tx queue is leaving DMA with copies
     in flight.  It used to run the queue's work inline, under the queue's
@@ -226,9 +225,7 @@ def test_packet_out_while_auto_leaves_dma(sandbox_factory):
     B), the engine held with copies in flight, then the threshold raised
     above the frame size, so that the queue leaves DMA and stays leaving
     until the engine is released."""
-    sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy",
-                         other_config={"vhost-copy-auto-threshold": "64"})
-    sb.set_copy_mode("auto")
+    sb = swcopy_sandbox("auto")
     g = sb.start_guest([("v0", "sink"), ("v1", "gen")],
                        ["--size", 512, "--rate", 100, "--duration", 600,
                         "--wait-link", 60, "--progress", 0, "--warmup", 0])
@@ -280,7 +277,7 @@ def test_full_work_list_while_auto_leaves_dma(sandbox_factory):
 
 
 @pytest.mark.parametrize("mode", ["v3", "defer", "auto"])
-def test_packet_out_into_held_txq(sandbox_factory, mode):
+def test_packet_out_into_held_txq(swcopy_sandbox, mode):
     """The main thread sends packet-outs into a port whose Tx queue locks
     are held (vhost-txq-hold, no time limit): it used to wait for the lock
     for good, so that vhost-txq-release could never run.  Now it stays
@@ -288,7 +285,7 @@ def test_packet_out_into_held_txq(sandbox_factory, mode):
     Rx poller sends them once the lock is released; in v3 (no ring) it
     gives up on the lock after a bound and drops, counted.  Every
     packet-out is accounted for."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
+    sb = swcopy_sandbox(mode)
     # A guest that sends a little from v1 to v0: what reaches v0 that is
     # not its own traffic ("foreign") is the packet-outs.  Little enough
     # that what waits aside during the hold, sent at once after it, fits
@@ -319,7 +316,7 @@ def test_packet_out_into_held_txq(sandbox_factory, mode):
         assert res["foreign"] == n_outs, res
 
 
-def test_rx_engine_error(sandbox_factory):
+def test_rx_engine_error(swcopy_sandbox):
     """Rx copies (vhost-rx-copy-mode=dma, Tx cpu) behind a copy that fails
     (dma-swcopy/fail): vhost never completes it nor any later one of the
     engine, so the guest's transmit queue never gets its descriptors back.
@@ -327,7 +324,7 @@ def test_rx_engine_error(sandbox_factory):
     guest could never send again), its copies abandoned and counted, and
     the port must carry verified traffic again, its Rx copied on the
     CPU."""
-    sb = lifecycle_sandbox(sandbox_factory, "cpu")
+    sb = swcopy_sandbox("cpu")
     sb.set_rx_copy_mode("dma")
     baseline(sb)
     g = start_traffic(sb)
@@ -339,12 +336,12 @@ def test_rx_engine_error(sandbox_factory):
         out = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
         return sum(int(n) for n in re.findall(
             r"resets for a failed DMA engine: (\d+)", out))
-    wait_until(lambda: log_count(sb, "copies in flight on a DMA engine out "
+    wait_until(lambda: sb.log_count("copies in flight on a DMA engine out "
                                  "of service") and resets(), 20,
                lambda: (sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                         sb.swcopy_state(ENGINE)), interval=0.2)
     assert "copies failed: 1 (1 on purpose)" in sb.swcopy("show", ENGINE)
-    assert log_count(sb, "rxq 0 has") >= 1
+    assert sb.log_count("rxq 0 has") >= 1
     res = stop_guest(g)
     assert res["reordered"] == 0, res
     probe.finish()
@@ -358,7 +355,7 @@ def test_rx_engine_error(sandbox_factory):
 
 
 @pytest.mark.parametrize("event", ["mem-table", "port-delete"])
-def test_one_deadline_per_device_event(sandbox_factory, event):
+def test_one_deadline_per_device_event(swcopy_sandbox, event):
     """Four queue pairs (Tx defer, Rx dma) with copies held on at least 4
     vrings by an engine that does not come back, then a memory table
     change (the guest grows its memory: vhost clears each vring in turn,
@@ -366,7 +363,7 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
     clears them).  The clears share one deadline (2 s) and the engine is
     fenced once: the event takes about one deadline, not 2 s per vring,
     and the main thread stays answered."""
-    sb = lifecycle_sandbox(sandbox_factory, "defer")
+    sb = swcopy_sandbox("defer")
     sb.set_rx_copy_mode("dma")
     g = sb.start_guest([("v0", "gen+sink", 4), ("v1", "loop", 4)],
                        ["--size", 512, "--duration", 600, "--wait-link", 60,
@@ -386,20 +383,20 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
     held = hold_copies(sb, n=64, count=v0_vrings)
     start = time.time()
     if event == "mem-table":
-        before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
+        before = sb.log_count("read message VHOST_USER_SET_MEM_TABLE")
         g.proc.send_signal(signal.SIGUSR2)
         # The guest goes on once vhost answered both ports' new tables.
         wait_until(lambda: g.log_has("memory grown by 64 MB"), 60,
                    lambda: g.log_tail())
         # (The switch logs the second port's message a moment later.)
-        wait_until(lambda: log_count(
-            sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2, 10,
+        wait_until(lambda: sb.log_count(
+            "read message VHOST_USER_SET_MEM_TABLE") >= before + 2, 10,
             "the switch did not read both ports' new memory tables")
     else:
         sb.del_port("v0")
     took = time.time() - start
     try:
-        wait_until(lambda: log_count(sb, "dmadev %s stopped" % ENGINE), 10,
+        wait_until(lambda: sb.log_count("dmadev %s stopped" % ENGINE), 10,
                    "the engine was not stopped")
         if event == "mem-table":
             # vhost's thread cleared the vrings, and waited for the engine,
@@ -407,7 +404,7 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
             # can never complete, and brings the engine back: both wait on
             # the main thread for every thread to quiesce, vhost's among
             # them (which must not be left registered and busy for RCU).
-            wait_until(lambda: log_count(sb, "again to reset the device"),
+            wait_until(lambda: sb.log_count("again to reset the device"),
                        10, "v0 was not reset")
             r = sb.appctl_result("netdev-dpdk/dmadev-enable", ENGINE)
             assert r.returncode == 0 and "in service" in r.stdout, r
@@ -419,12 +416,12 @@ def test_one_deadline_per_device_event(sandbox_factory, event):
     # One deadline (2 s) plus the fence, with a wide margin; a deadline
     # per vring would be 8 s or more.
     assert took < 6, took
-    assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
+    assert sb.log_count("dmadev %s taken out of service" % ENGINE) == 1
     g.stop(sig=signal.SIGKILL)
 
 
 @pytest.mark.parametrize("mode", ["defer", "v3"])
-def test_stalled_engine_watchdog(sandbox_factory, mode):
+def test_stalled_engine_watchdog(swcopy_sandbox, mode):
     """An engine that simply stops completing, without reporting an error
     (held, no time limit), while the guest stays connected: the health
     watch notices it after other_config:dma-stall-timeout (1500 ms here:
@@ -433,14 +430,14 @@ def test_stalled_engine_watchdog(sandbox_factory, mode):
     logs it once, and the queues behind it are reset onto the CPU;
     nothing waits for a clear to time out (2000 ms).  Releasing the hold
     afterwards changes nothing."""
-    sb = lifecycle_sandbox(sandbox_factory, mode,
+    sb = swcopy_sandbox(mode,
                            other_config={"dma-stall-timeout": "1500"})
     baseline(sb)
     g = start_traffic(sb)
     probe = Responsiveness(sb)
     probe.start()
     held = hold_copies(sb, n=64)
-    wait_until(lambda: log_count(sb, "taken out of service: it completed no "
+    wait_until(lambda: sb.log_count("taken out of service: it completed no "
                                  "copy for other_config:dma-stall-timeout"),
                10, lambda: sb.appctl("netdev-dpdk/dmadev-show"),
                interval=0.1)
@@ -451,7 +448,7 @@ def test_stalled_engine_watchdog(sandbox_factory, mode):
                 and sum(sb.abandoned().values()) > 0)
     wait_until(reset_done, 20, lambda: sb.appctl(
         "netdev-dpdk/vhost-copy-mode-get"), interval=0.2)
-    assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
+    assert sb.log_count("dmadev %s taken out of service" % ENGINE) == 1
     assert "stalls: 1 (completed nothing" in dmadev_state(sb)
     sb.swcopy("release", ENGINE)
     time.sleep(0.5)
@@ -477,7 +474,7 @@ def pmd_engine(sb, core):
     return m[-1]
 
 
-def test_wedge_while_auto_leaves_dma(sandbox_factory):
+def test_wedge_while_auto_leaves_dma(swcopy_sandbox):
     """Two PMDs, each with its own engine, send into v1's only Tx queue in
     auto (pinned to DMA).  Engine A holds copies of that queue; the
     threshold goes up, so the queue leaves DMA and puts aside what comes
@@ -489,7 +486,7 @@ def test_wedge_while_auto_leaves_dma(sandbox_factory):
     seen: v1 is reset once, and the port carries verified traffic again.
     B, which completed all it had, stays in service: the reset used to
     take out every engine that had ever copied for the queue."""
-    sb = shared_txq_sandbox(sandbox_factory, dma=2)
+    sb = shared_txq_sandbox(swcopy_sandbox, dma=2)
     engine_a, engine_b = pmd_engine(sb, 0), pmd_engine(sb, 1)
     assert engine_a != engine_b
     # v0's two queues, polled by the two PMDs, both send into v1's queue.
@@ -516,7 +513,7 @@ def test_wedge_while_auto_leaves_dma(sandbox_factory):
                10, "the queue did not leave DMA")
     sb.swcopy("fail", engine_a, 1)
     sb.swcopy("release", engine_a)
-    wait_until(lambda: log_count(sb, "dmadev %s taken out of service: a "
+    wait_until(lambda: sb.log_count("dmadev %s taken out of service: a "
                                  "copy failed" % engine_a), 10,
                lambda: sb.appctl("netdev-dpdk/dmadev-show"), interval=0.2)
     # B stays in service, so only the wedge check can see that v1's queue
@@ -529,12 +526,12 @@ def test_wedge_while_auto_leaves_dma(sandbox_factory):
     res = stop_guest(g)
     print("%d copies held on %s; v1 reset; guest: %d received, %d lost"
           % (held, engine_a, res["rx_pkts"], res["lost"]))
-    assert log_count(sb, "resetting the vhost-user connection") >= 1
+    assert sb.log_count("resetting the vhost-user connection") >= 1
     # B completed every copy it had: the reset must not fence it for
     # copies of A that it could not return past.
     assert "out of service" not in dmadev_state(sb, engine_b), \
         dmadev_state(sb, engine_b)
-    assert log_count(sb, "dmadev %s taken out of service" % engine_b) == 0
+    assert sb.log_count("dmadev %s taken out of service" % engine_b) == 0
     assert sb.vswitchd_alive()
     sb.vsctl("set", "Open_vSwitch", ".",
              "other_config:vhost-copy-auto-threshold=64")

@@ -233,6 +233,7 @@ def test_port_readd_under_traffic(sandbox_factory):
     (["--port", "/tmp/x.sock,role=gen,queues=9"], "queues"),
     (["--frobnicate"], "frobnicate"),
 ])
+@pytest.mark.unit
 def test_guest_tool_bad_options(build, args, message):
     tool = os.path.join(build, "utilities/ovs-vhost-guest")
     argv = [tool, "--no-pci", "--no-huge", "-m", "64", "--in-memory",

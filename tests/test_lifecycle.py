@@ -51,18 +51,6 @@ HELD = 256
 # a clear waits for an engine.
 RELEASE_MS = 1000
 
-def lifecycle_sandbox(factory, mode, **kwargs):
-    other = dict(kwargs.pop("other_config", {}))
-    if mode == "auto":
-        # Pinned to DMA: every frame of 64 B or more goes to the engine.
-        other["vhost-copy-auto-threshold"] = "64"
-    kwargs.setdefault("ports", 2)
-    kwargs.setdefault("dma", 1)
-    sb = factory(dma_driver="dma_swcopy", other_config=other, **kwargs)
-    sb.set_copy_mode(mode)
-    return sb
-
-
 def baseline(sb):
     """A verified run, then the mempools' in-use counts at rest."""
     traffic.check(traffic.loop_run(sb, size=512, duration=0.5))
@@ -186,10 +174,10 @@ def grow_memory(sb, g):
     """The guest's memory grows: each port gets a new memory table on its
     live device, which vhost brackets with a disable of every vring (the
     clear of the copies held) and an enable."""
-    before = log_count(sb, "read message VHOST_USER_SET_MEM_TABLE")
+    before = sb.log_count("read message VHOST_USER_SET_MEM_TABLE")
     g.proc.send_signal(signal.SIGUSR2)
-    wait_until(lambda: log_count(
-        sb, "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
+    wait_until(lambda: sb.log_count(
+        "read message VHOST_USER_SET_MEM_TABLE") >= before + 2,
         10, "no SET_MEM_TABLE")
 
 
@@ -202,8 +190,8 @@ EVENTS = ["port-readd", "guest-kill", "pmd-mask", "rxq-affinity",
 @pytest.mark.parametrize(
     "mode,event,flush", pairwise(MODES, EVENTS, [0, 50]),
     ids=lambda v: "flush%d" % v if isinstance(v, int) else v)
-def test_event_with_copies_held(sandbox_factory, mode, event, flush):
-    sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1],
+def test_event_with_copies_held(swcopy_sandbox, mode, event, flush):
+    sb = swcopy_sandbox(mode, pmd_cpus=[1],
                            other_config={"tx-flush-interval": str(flush)})
     base = baseline(sb)
     g = start_traffic(sb)
@@ -247,12 +235,12 @@ RX_ENGINES = ("dma_swcopy0", "dma_swcopy1")
 
 @pytest.mark.parametrize("event", RX_EVENTS)
 @pytest.mark.parametrize("mode", ["cpu", "defer"])
-def test_event_with_rx_copies_held(sandbox_factory, mode, event):
+def test_event_with_rx_copies_held(swcopy_sandbox, mode, event):
     """Rx (dequeue) copies held in flight by the engines through a life
     -cycle event: the copies of the guest's packets are finished before
     vhost unmaps guest memory, kept for the PMD when the queue lives on
     (delivered, in order) and dropped, counted, when the guest is gone."""
-    sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1], dma=2)
+    sb = swcopy_sandbox(mode, pmd_cpus=[1], dma=2)
     sb.set_rx_copy_mode("dma")
     base = baseline(sb)
     g = start_traffic(sb)
@@ -266,7 +254,7 @@ def test_event_with_rx_copies_held(sandbox_factory, mode, event):
     elif event == "guest-kill":
         during_held_copies(sb, lambda: g.stop(sig=signal.SIGKILL), **held)
         # What the clears completed of the dead guest's packets is counted.
-        wait_until(lambda: log_count(sb, "packets received from the guest "
+        wait_until(lambda: sb.log_count("packets received from the guest "
                                      "by DMA copies that completed as its "
                                      "device went away"), 10,
                    "no Rx drops logged")
@@ -318,7 +306,7 @@ LOW_RATE = 2000
                                         for i, m in enumerate(MODES)],
                          ids=lambda v: "flush%d" % v if isinstance(v, int)
                          else v)
-def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
+def test_pmd_auto_lb_with_copies_held(swcopy_sandbox, mode, flush):
     """pmd-auto-lb moves an Rx queue to the other PMD while copies are
     held.
 
@@ -328,8 +316,8 @@ def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
     every interval counts as overloaded and the dry run always asks for a
     reconfigure, and the queues are placed so that it must move one: v0
     and v1, which carry the traffic, start on the same PMD."""
-    sb = lifecycle_sandbox(
-        sandbox_factory, mode, ports=4, pmd_cpus=[0, 1], dma=2,
+    sb = swcopy_sandbox(
+        mode, ports=4, pmd_cpus=[0, 1], dma=2,
         vswitchd_args=["--enable-dummy"],
         other_config={"tx-flush-interval": str(flush),
                       "pmd-rxq-assign": "group",
@@ -375,7 +363,7 @@ def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
     for _ in range(13):
         warp(sb, 5100)
         time.sleep(0.1)
-    assert log_count(sb, ALB_DRY_RUN) == 0
+    assert sb.log_count(ALB_DRY_RUN) == 0
     assert rxq_cores(sb) == cores
 
     probe = Responsiveness(sb)
@@ -387,7 +375,7 @@ def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
         warp(sb, 60000)
         wait_until(lambda: rxq_cores(sb)["v0"] != rxq_cores(sb)["v1"], 10,
                    lambda: rxq_cores(sb))
-        assert log_count(sb, ALB_DRY_RUN) == 1
+        assert sb.log_count(ALB_DRY_RUN) == 1
         still = inflight_total(sb)
         assert still > 0, "nothing in flight when the queue moved"
     finally:
@@ -405,8 +393,8 @@ def test_pmd_auto_lb_with_copies_held(sandbox_factory, mode, flush):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_bridge_delete_with_copies_held(sandbox_factory, mode):
-    sb = lifecycle_sandbox(sandbox_factory, mode)
+def test_bridge_delete_with_copies_held(swcopy_sandbox, mode):
+    sb = swcopy_sandbox(mode)
     base = baseline(sb)
     g = start_traffic(sb)
     during_held_copies(sb, lambda: sb.vsctl("--timeout=30", "del-br",
@@ -431,8 +419,8 @@ SHUTDOWNS = ["exit", "exit-cleanup", "sigterm"]
 @pytest.mark.parametrize("mode,how", [(m, SHUTDOWNS[(i + j) % 3])
                                       for i, m in enumerate(MODES)
                                       for j in range(2)])
-def test_shutdown_with_copies_held(sandbox_factory, mode, how):
-    sb = lifecycle_sandbox(sandbox_factory, mode)
+def test_shutdown_with_copies_held(swcopy_sandbox, mode, how):
+    sb = swcopy_sandbox(mode)
     baseline(sb)
     g = start_traffic(sb)
     hold_copies(sb)
@@ -459,11 +447,6 @@ def test_shutdown_with_copies_held(sandbox_factory, mode, how):
         assert "abandoned" not in log
 
 
-def log_count(sb, text):
-    with open(sb.vswitchd_log) as f:
-        return f.read().count(text)
-
-
 def assert_verified_on_cpu(sb):
     """The switch carries verified traffic, copied on the CPU: the engine
     of its PMD is out of service."""
@@ -475,11 +458,11 @@ def assert_verified_on_cpu(sb):
     assert counters["DMA CPU fallbacks"] > 0, counters
 
 
-def traffic_watched(sandbox_factory, mode):
+def traffic_watched(swcopy_sandbox, mode):
     """A sandbox in 'mode' with traffic flowing and the main thread
     watched.  Returns the sandbox, the mempool baseline, the guest and the
     watcher."""
-    sb = lifecycle_sandbox(sandbox_factory, mode)
+    sb = swcopy_sandbox(mode)
     base = baseline(sb)
     g = start_traffic(sb)
     probe = Responsiveness(sb)
@@ -510,7 +493,7 @@ def test_reload_with_engine_stuck(sandbox_factory, mode):
     if mode in ("defer", "auto"):
         left = sb.pmd_counters()["deferred work left by a drain"]
         assert left > 0, sb.pmd_counters()
-        assert log_count(sb, "deferred work items still in flight") > 0
+        assert sb.log_count("deferred work items still in flight") > 0
     sb.swcopy("release", ENGINE)
     stop_guest(g)
     check_recovered(sb, base, mode)
@@ -525,7 +508,7 @@ def test_mode_switch_waits_for_stuck_engine(sandbox_factory, mode):
     sb.appctl("netdev-dpdk/vhost-copy-mode-set", "cpu")
     # The switch gave up waiting for the copies at least once, and the
     # mode stayed.
-    wait_until(lambda: log_count(sb, "keeping vhost copy mode %s" % mode),
+    wait_until(lambda: sb.log_count("keeping vhost copy mode %s" % mode),
                15, "the switch to cpu did not give up on the held copies")
     modes = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
     assert "(requested cpu, not applied)" in modes, modes
@@ -553,9 +536,9 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
                lambda: (held, sb.abandoned()), interval=0.2)
     probe.finish()
     assert sum(sb.abandoned().values()) >= held, (held, sb.abandoned())
-    assert log_count(sb, "DMA copies abandoned") == sum(
+    assert sb.log_count("DMA copies abandoned") == sum(
         1 for n in sb.abandoned().values() if n)
-    assert log_count(sb, "dmadev %s taken out of service" % ENGINE) == 1
+    assert sb.log_count("dmadev %s taken out of service" % ENGINE) == 1
     assert "out of service" in sb.appctl("netdev-dpdk/dmadev-show")
     assert_verified_on_cpu(sb)
     assert sb.wait_mempools_back(base) == {}
@@ -570,7 +553,7 @@ def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
 # retires them from a ring (ring); the new guest's negotiation is the same
 # code in every mode.
 @pytest.mark.parametrize("mode", ["ring", "defer"])
-def test_guest_starts_while_engine_held(sandbox_factory, mode):
+def test_guest_starts_while_engine_held(swcopy_sandbox, mode):
     """A second guest connects while the engine holds the first guest's
     copies and completes nothing: vhost's thread (the vrings, the memory
     table, the async channels of the new device) and the main thread must
@@ -578,14 +561,14 @@ def test_guest_starts_while_engine_held(sandbox_factory, mode):
     copies go to the held engine, while the first guest's are still held;
     once the engine resumes, both guests' traffic is verified and nothing
     is left in flight or abandoned."""
-    sb = lifecycle_sandbox(sandbox_factory, mode, ports=4, pmd_cpus=[1])
+    sb = swcopy_sandbox(mode, ports=4, pmd_cpus=[1])
     base = baseline(sb)
     a = start_traffic(sb)
     probe = Responsiveness(sb)
     probe.start()
     try:
         held = hold_copies(sb)
-        added = log_count(sb, "has been added on numa node")
+        added = sb.log_count("has been added on numa node")
         b = sb.start_guest([("v2", "gen+sink"), ("v3", "loop")],
                            ["--size", 512, "--duration", 600,
                             "--wait-link", 60, "--progress", 0,
@@ -594,7 +577,7 @@ def test_guest_starts_while_engine_held(sandbox_factory, mode):
         # The moment was reached: both of its devices were added, and its
         # copies went in flight on the engine, while the engine held the
         # first guest's.
-        assert log_count(sb, "has been added on numa node") >= added + 2
+        assert sb.log_count("has been added on numa node") >= added + 2
         wait_until(lambda: sum(sum(sb.txq_inflight().get(p, {}).values())
                                for p in ("v2", "v3")) > 0, 20,
                    lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"))
@@ -635,15 +618,15 @@ def test_engine_error(sandbox_factory, mode):
         sb.swcopy_state(ENGINE)), interval=0.2)
     # The failure happened on purpose, and was seen.
     assert "copies failed: 1 (1 on purpose)" in sb.swcopy("show", ENGINE)
-    assert log_count(sb, "dmadev %s taken out of service: a copy failed"
+    assert sb.log_count("dmadev %s taken out of service: a copy failed"
                      % ENGINE) == 1
     assert "out of service (a copy failed" in sb.appctl(
         "netdev-dpdk/dmadev-show")
     # Each wedged port was reset once and its copies abandoned.
     abandoned = sum(sb.abandoned().values())
-    assert log_count(sb, "resetting the vhost-user connection") == len(reset)
+    assert sb.log_count("resetting the vhost-user connection") == len(reset)
     for port in reset:
-        assert log_count(sb, "%s: registering vhost-user socket %s again "
+        assert sb.log_count("%s: registering vhost-user socket %s again "
                          "to reset" % (port, sb.sock(port))) == 1
         assert "resets for a failed DMA engine: 1" in sb.appctl(
             "netdev-dpdk/vhost-copy-mode-get", port)
@@ -687,7 +670,7 @@ def ring_count(sb, port, qid=0):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_unpolled_rxq(sandbox_factory, mode):
+def test_unpolled_rxq(swcopy_sandbox, mode):
     """Nobody polls v1's Rx queue: its one PMD is isolated by v0's
     pmd-rxq-affinity, and upstream leaves v1's queue unpolled.
 
@@ -699,7 +682,7 @@ def test_unpolled_rxq(sandbox_factory, mode):
     a vring of copies in flight; defer and auto, whose senders retire, go
     on as usual.  In every mode each frame that does not arrive is a drop
     the switch counted, and the queue drains once it is polled again."""
-    sb = lifecycle_sandbox(sandbox_factory, mode, pmd_cpus=[1])
+    sb = swcopy_sandbox(mode, pmd_cpus=[1])
     base = baseline(sb)
     pmd = sb.pmd_cpus[0]
     sb.vsctl("set", "Interface", "v0",

@@ -27,30 +27,18 @@ from ovs_async import traffic
 from ovs_async.wait import wait_until
 
 
-def migration_line(sb, port):
-    out = sb.appctl("netdev-dpdk/vhost-copy-mode-get", port)
-    line = [l for l in out.splitlines() if "live migration:" in l]
-    assert len(line) == 1, out
-    return line[0].split("live migration: ", 1)[1]
-
-
-def log_count(sb, text):
-    with open(sb.vswitchd_log) as f:
-        return f.read().count(text)
-
-
 def test_migrate_prepare_and_done(sandbox_factory):
     sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
     sb.set_copy_mode("defer")
     sb.set_rx_copy_mode("dma")
-    assert migration_line(sb, "v0").startswith("blocked: its socket is "
+    assert sb.migration_line("v0").startswith("blocked: its socket is "
                                                "registered for async copies")
 
     guest_args = ([("v0", "gen+sink"), ("v1", "loop")],
                   ["--size", 512, "--duration", 30, "--wait-link", 30])
     g = sb.start_guest(*guest_args)
-    time.sleep(1)
-    registered = log_count(sb, "v0: registering vhost-user socket")
+    traffic.wait_for(g, lambda: g.log_has("port(s) up"), 30, "up")
+    registered = sb.log_count("v0: registering vhost-user socket")
     out = sb.appctl("netdev-dpdk/vhost-migrate-prepare", "v0")
     assert "v0: preparing for live migration" in out, out
     # The socket is registered again without async copies, the guest
@@ -58,26 +46,26 @@ def test_migrate_prepare_and_done(sandbox_factory):
     # (If the guest's DPDK 22.11 virtio-user logged that it could not
     # take the new connection, a new guest connects instead, once.)
     ready = wait_until(lambda: (
-        migration_line(sb, "v0").startswith("ready")
+        sb.migration_line("v0").startswith("ready")
         or ("failed" if traffic.reconnect_failed(g) else None)), 30,
         lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"), interval=0.2)
     if ready == "failed":
         print("the guest's virtio-user did not reconnect; a new guest")
         g.stop(sig=signal.SIGKILL)
         g = sb.start_guest(*guest_args)
-        wait_until(lambda: migration_line(sb, "v0").startswith("ready"),
+        wait_until(lambda: sb.migration_line("v0").startswith("ready"),
                    30, lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                    interval=0.2)
-    assert log_count(sb, "v0: registering vhost-user socket") \
+    assert sb.log_count("v0: registering vhost-user socket") \
         == registered + 1
-    assert log_count(sb, "again without async copies, so that it offers "
+    assert sb.log_count("again without async copies, so that it offers "
                          "dirty page logging") == 1
     assert sb.copy_mode("v0") == "cpu" and sb.rx_copy_mode("v0") == "cpu"
     out = sb.appctl("netdev-dpdk/vhost-copy-mode-get", "v0")
     assert "(from netdev-dpdk/vhost-migrate-prepare)" in out, out
     # The other port is untouched.
     assert sb.copy_mode("v1") == "defer" and sb.rx_copy_mode("v1") == "dma"
-    assert migration_line(sb, "v1").startswith("blocked")
+    assert sb.migration_line("v1").startswith("blocked")
     res = g.wait(timeout=90)
     assert res["corrupted"] == 0 and res["duplicates"] == 0, res
 
@@ -98,8 +86,8 @@ def test_migrate_prepare_and_done(sandbox_factory):
                and sb.rx_copy_mode("v0") == "dma", 30,
                lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                interval=0.2)
-    assert migration_line(sb, "v0").startswith("blocked")
-    assert log_count(sb, "v0: registering vhost-user socket") \
+    assert sb.migration_line("v0").startswith("blocked")
+    assert sb.log_count("v0: registering vhost-user socket") \
         == registered + 2
     sb.appctl("dpif-netdev/pmd-stats-clear")
     traffic.check(traffic.loop_run(sb, size=256, duration=1))
@@ -110,7 +98,7 @@ def test_migrate_prepare_and_done(sandbox_factory):
 
 def test_migrate_bad_input(sandbox_factory):
     sb = sandbox_factory(ports=2)
-    assert migration_line(sb, "v0").startswith("possible")
+    assert sb.migration_line("v0").startswith("possible")
     for cmd in ("netdev-dpdk/vhost-migrate-prepare",
                 "netdev-dpdk/vhost-migrate-done"):
         r = sb.appctl_result(cmd, "nosuch")

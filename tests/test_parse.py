@@ -15,7 +15,11 @@
 """The parsers of the switch's text outputs, on outputs as the switch
 prints them, including their odd corners."""
 
+import pytest
+
 from ovs_async import parse
+
+pytestmark = pytest.mark.unit
 
 
 DPCTL_SHOW = """\
@@ -65,6 +69,18 @@ def test_queue_counts():
     assert parse.txq_put_aside(MODE_GET) == {"v0": {0: 4095, 1: 0},
                                              "v1": {0: 0}}
     assert parse.rxq_inflight(MODE_GET) == {"v0": {}, "v1": {0: 5}}
+
+
+def test_migration_line():
+    one_port = MODE_GET.split("v1:")[0]
+    assert parse.migration_line(one_port) == \
+        "blocked: its socket is registered for async copies"
+    for bad in (MODE_GET, "v0: cpu\n"):
+        try:
+            parse.migration_line(bad)
+        except ValueError:
+            continue
+        assert False, "no error for %r" % bad
 
 
 AUTO_GET = """\

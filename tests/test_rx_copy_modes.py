@@ -31,7 +31,7 @@ from ovs_async.wait import wait_until
 
 
 @pytest.fixture(scope="module")
-def dma_sandbox(module_sandbox_factory):
+def rx_sandbox(module_sandbox_factory):
     return module_sandbox_factory(ports=2, mtu=9000, dma=1,
                                   dma_driver="dma_swcopy")
 
@@ -44,10 +44,10 @@ def rx_counters(sb):
 # (conftest.pairwise).
 @pytest.mark.parametrize("mode,size,queues",
                          pairwise(COPY_MODES, [64, 1518, 9000], [1, 2]))
-def test_rx_dma_verified(dma_sandbox, mode, size, queues):
+def test_rx_dma_verified(rx_sandbox, mode, size, queues):
     """Rx on the engine, with every Tx copy mode: all verified, and every
     packet the switch received went through the engine."""
-    sb = dma_sandbox
+    sb = rx_sandbox
     sb.set_copy_mode(mode)
     sb.set_rx_copy_mode("dma")
     sb.appctl("dpif-netdev/pmd-stats-clear")
@@ -65,10 +65,10 @@ def test_rx_dma_verified(dma_sandbox, mode, size, queues):
     assert sb.vswitchd_alive()
 
 
-def test_rx_dma_every_packet_through_the_engine(dma_sandbox):
+def test_rx_dma_every_packet_through_the_engine(rx_sandbox):
     """Every packet the PMD received from the guests was copied by the
     engine: the Rx DMA copies completed equal the packets received."""
-    sb = dma_sandbox
+    sb = rx_sandbox
     sb.set_copy_mode("defer")
     sb.set_rx_copy_mode("dma")
     sb.appctl("dpif-netdev/pmd-stats-clear")
@@ -82,11 +82,11 @@ def test_rx_dma_every_packet_through_the_engine(dma_sandbox):
                                                              counters)
 
 
-def test_rx_auto_verified(dma_sandbox):
+def test_rx_auto_verified(rx_sandbox):
     """'auto' pinned to DMA by the threshold takes every frame of 64 B and
     more to the engine; unpinned, it chooses per queue and stays
     verified."""
-    sb = dma_sandbox
+    sb = rx_sandbox
     sb.set_copy_mode("cpu")
     sb.set_rx_copy_mode("auto")
     sb.vsctl("set", "Open_vSwitch", ".",
@@ -108,11 +108,11 @@ def test_rx_auto_verified(dma_sandbox):
     assert "ovs_async_rx_auto_switches_to_cpu" in stats, stats
 
 
-def test_rx_mode_switches_under_traffic(dma_sandbox):
+def test_rx_mode_switches_under_traffic(rx_sandbox):
     """Rx copy mode switches while the guest sends: a queue that leaves DMA
     delivers what it has in flight before it copies on the CPU, so nothing
     is lost, duplicated, corrupted or reordered."""
-    sb = dma_sandbox
+    sb = rx_sandbox
     sb.set_copy_mode("defer")
     sb.set_rx_copy_mode("cpu")
     baseline = sb.mempool_in_use()
@@ -136,8 +136,8 @@ def test_rx_mode_switches_under_traffic(dma_sandbox):
     assert sb.wait_mempools_back(baseline) == {}
 
 
-def test_rx_bad_input_changes_nothing(dma_sandbox):
-    sb = dma_sandbox
+def test_rx_bad_input_changes_nothing(rx_sandbox):
+    sb = rx_sandbox
     sb.set_rx_copy_mode("dma")
     r = sb.appctl_result("netdev-dpdk/vhost-rx-copy-mode-set", "v0", "warp")
     assert r.returncode != 0 and "unknown vhost Rx copy mode" in r.stderr

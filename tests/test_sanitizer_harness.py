@@ -19,7 +19,11 @@ sandbox's *.out or guest log becomes one report file, once."""
 import os
 import types
 
-import conftest
+import pytest
+
+from ovs_async import sanitize
+
+pytestmark = pytest.mark.unit
 
 UB = ("lib/netdev-dpdk-vhost-rx.c:264:9: runtime error: null pointer "
       "passed as argument 1, which is declared to never be null\n"
@@ -29,21 +33,19 @@ ASAN = ("==123==ERROR: AddressSanitizer: heap-use-after-free on address "
         "0x602000000010\n    #0 0x1 in f x.c:1\n")
 
 
-def test_stderr_reports_collected_once(tmp_path, monkeypatch):
+def test_stderr_reports_collected_once(tmp_path):
     san = tmp_path / "san"
     san.mkdir()
     logdir = tmp_path / "sb" / "log"
     logdir.mkdir(parents=True)
-    monkeypatch.setattr(conftest, "SANITIZE", True)
-    monkeypatch.setattr(conftest, "SAN_DIR", str(san), raising=False)
-    monkeypatch.setattr(conftest, "READ_UPTO", {})
+    reports = sanitize.Reports(str(san))
     sb = types.SimpleNamespace(dir=str(tmp_path / "sb"), logdir=str(logdir))
 
     (logdir / "ovs-vswitchd.out").write_text("opened log file\n" + UB)
     (logdir / "guest1.log").write_text("guest: 100 frames verified\n")
     (logdir / "ovs-vswitchd.log").write_text("runtime error: not stderr\n")
-    conftest.collect_stderr_reports(sb)
-    found = conftest.unseen_reports()
+    reports.collect_stderr(sb)
+    found = reports.unseen()
     assert len(found) == 1, found
     with open(found[0]) as f:
         text = f.read()
@@ -51,14 +53,14 @@ def test_stderr_reports_collected_once(tmp_path, monkeypatch):
     os.rename(found[0], found[0] + ".seen")
 
     # Nothing new: nothing collected.  Then one report more in each file.
-    conftest.collect_stderr_reports(sb)
-    assert conftest.unseen_reports() == []
+    reports.collect_stderr(sb)
+    assert reports.unseen() == []
     with open(logdir / "ovs-vswitchd.out", "a") as f:
         f.write(ASAN)
     with open(logdir / "guest1.log", "a") as f:
         f.write(UB)
-    conftest.collect_stderr_reports(sb)
-    found = conftest.unseen_reports()
+    reports.collect_stderr(sb)
+    found = reports.unseen()
     assert len(found) == 2, found
     texts = [open(p).read() for p in found]
     assert any("heap-use-after-free" in t for t in texts), texts

@@ -19,6 +19,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKER = os.path.join(TOP, "utilities", "ovs-check-style")
 

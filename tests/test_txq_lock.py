@@ -56,17 +56,6 @@ OVERFLOW_HOLD_MS = 4000
 PUT_ASIDE_COUNTER = "DMA Tx packets put aside, txq locked"
 
 
-def hold_sandbox(factory, mode):
-    other = {}
-    if mode == "auto":
-        # Pinned to DMA for the 512 B frames of the test.
-        other["vhost-copy-auto-threshold"] = "64"
-    sb = factory(ports=4, dma=1, dma_driver="dma_swcopy", pmd_cpus=[1],
-                 other_config=other)
-    sb.set_copy_mode(mode)
-    return sb
-
-
 def put_aside(sb, port="v1"):
     """Packets put aside on the Tx queues of 'port' now."""
     return sum(parse.txq_put_aside(
@@ -153,8 +142,8 @@ def end_checks(sb, base, mode):
 
 
 @pytest.mark.parametrize("mode", WAITS + PUTS_ASIDE)
-def test_held_txq(sandbox_factory, mode):
-    sb = hold_sandbox(sandbox_factory, mode)
+def test_held_txq(swcopy_sandbox, mode):
+    sb = swcopy_sandbox(mode, ports=4, pmd_cpus=[1])
     traffic.check(traffic.loop_run(sb, size=512, duration=1))
     base = sb.mempool_in_use()
 
@@ -193,11 +182,11 @@ def test_held_txq(sandbox_factory, mode):
         assert sb.pmd_counters()[PUT_ASIDE_COUNTER] >= aside_during
 
 
-def test_held_txq_ring_overflows(sandbox_factory):
+def test_held_txq_ring_overflows(swcopy_sandbox):
     """More than the ring holds arrives during the hold: the ring fills,
     the sender then waits for the lock (as 'v3' would), and resumes in
     order once the hold ends."""
-    sb = hold_sandbox(sandbox_factory, "defer")
+    sb = swcopy_sandbox("defer", ports=4, pmd_cpus=[1])
     traffic.check(traffic.loop_run(sb, size=512, duration=1))
     base = sb.mempool_in_use()
     waits = sb.coverage("vhost_async_tx_contention")
@@ -225,11 +214,11 @@ def test_held_txq_ring_overflows(sandbox_factory):
     end_checks(sb, base, "defer")
 
 
-def test_reload_during_hold(sandbox_factory):
+def test_reload_during_hold(swcopy_sandbox):
     """The PMD reloads (a second PMD comes and goes) while packets are
     aside: its drain gives up on the taken lock after a bounded wait and
     leaves them for the queue's next sender, which sends them in order."""
-    sb = hold_sandbox(sandbox_factory, "defer")
+    sb = swcopy_sandbox("defer", ports=4, pmd_cpus=[1])
     traffic.check(traffic.loop_run(sb, size=512, duration=1))
     base = sb.mempool_in_use()
 
@@ -262,10 +251,10 @@ def test_reload_during_hold(sandbox_factory):
     end_checks(sb, base, "defer")
 
 
-def test_hold_release(sandbox_factory):
+def test_hold_release(swcopy_sandbox):
     """A hold without a time lasts until released; bad input is refused
     and changes nothing."""
-    sb = hold_sandbox(sandbox_factory, "defer")
+    sb = swcopy_sandbox("defer", ports=4, pmd_cpus=[1])
     for args, err in [
             (["nosuch"], "nosuch is not a vhost-user port"),
             (["v1", "-1"], "invalid release time"),

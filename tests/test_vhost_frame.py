@@ -21,6 +21,10 @@ import os
 import re
 import subprocess
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 
 def test_frame_verifier(build):
     r = subprocess.run([os.path.join(build, "tests/test-vhost-frame")],

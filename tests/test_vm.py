@@ -32,7 +32,6 @@ from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
 
 from test_fence import dmadev_state, enable_engine
-from test_lifecycle import log_count
 
 ENGINE = "dma_swcopy0"
 
@@ -424,11 +423,11 @@ def abandon_v1_copies(vms, pairs, txq, event):
     udp_stream(sb, a, b, 10)
     probe = Responsiveness(sb)
     probe.start()
-    logged = log_count(sb, "DMA copies abandoned")
+    logged = sb.log_count("DMA copies abandoned")
     before = sb.abandoned().get("v1", 0)
     held = hold_v1_copies(sb, txq=txq)
     event()
-    wait_until(lambda: log_count(sb, "DMA copies abandoned") > logged,
+    wait_until(lambda: sb.log_count("DMA copies abandoned") > logged,
                20, lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                interval=0.2)
     abandoned = sb.abandoned().get("v1", 0) - before

@@ -55,11 +55,6 @@ PING_INTERVAL = 0.05
 PINGS = 400
 
 
-def migration_line(sb, port):
-    out = sb.appctl("netdev-dpdk/vhost-copy-mode-get", port)
-    return re.search(r"live migration: (.*)", out).group(1)
-
-
 def connections(sb, port):
     """How often the switch connected to 'port''s socket."""
     with open(sb.vswitchd_log) as f:
@@ -85,7 +80,7 @@ def ping_report(text):
 def prepare(sb):
     """The orchestrator's step 2 for vm-b's port."""
     sb.appctl("netdev-dpdk/vhost-migrate-prepare", "v1")
-    wait_until(lambda: migration_line(sb, "v1").startswith("ready"), 60,
+    wait_until(lambda: sb.migration_line("v1").startswith("ready"), 60,
                lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                interval=0.2)
 
@@ -112,7 +107,7 @@ def test_live_migration_of_async_port(sandbox_factory):
         want = md5(b, "/www/f")
 
         # 1. The async port offers no dirty page logging: QEMU refuses.
-        assert migration_line(sb, "v1").startswith("blocked")
+        assert sb.migration_line("v1").startswith("blocked")
         uri = "unix:" + os.path.join(sb.rundir, "migrate.sock")
         with pytest.raises(VMError, match="VHOST_F_LOG_ALL"):
             b.migrate(uri)
@@ -127,7 +122,7 @@ def test_live_migration_of_async_port(sandbox_factory):
             b.migrate("unix:" + os.path.join(sb.rundir, "nobody.sock"))
         assert b.qmp("query-status")["status"] == "running"
         sb.appctl("netdev-dpdk/vhost-migrate-done", "v1")
-        wait_until(lambda: migration_line(sb, "v1").startswith("blocked")
+        wait_until(lambda: sb.migration_line("v1").startswith("blocked")
                    and sb.copy_mode("v1") == "defer"
                    and sb.rx_copy_mode("v1") == "dma", 60,
                    lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),

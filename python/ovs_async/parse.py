@@ -271,6 +271,16 @@ def rxq_cores(text):
     return cores
 
 
+def migration_line(text):
+    """The state after "live migration: " in vhost-copy-mode-get PORT,
+    which has one such line; ValueError if it has none or several."""
+    states = re.findall(r"^\s*live migration: (.*)$", text, re.M)
+    if len(states) != 1:
+        raise ValueError("%d \"live migration:\" lines in %r"
+                         % (len(states), text))
+    return states[0]
+
+
 def dmadevs(text):
     """The names of the engines in dmadev-show."""
     return re.findall(r"^dmadev (\S+)", text, re.M)

@@ -653,6 +653,26 @@ class Sandbox(object):
         """dma-swcopy/show ENGINE as a dict of its 'key: value' lines."""
         return parse.key_values(self.swcopy("show", engine))
 
+    def migration_line(self, port):
+        """The live migration state that vhost-copy-mode-get says of
+        'port'."""
+        return parse.migration_line(
+            self.appctl("netdev-dpdk/vhost-copy-mode-get", port))
+
+    def log_text(self):
+        """ovs-vswitchd's log so far."""
+        with open(self.vswitchd_log) as f:
+            return f.read()
+
+    def log_count(self, text):
+        """How often 'text' occurs in ovs-vswitchd's log so far."""
+        return self.log_text().count(text)
+
+    def wait_log(self, text, timeout=10):
+        """Waits until ovs-vswitchd logs 'text'."""
+        wait_until(lambda: text in self.log_text(), timeout,
+                   "%r not logged" % text, interval=0.1)
+
     def vswitchd_alive(self):
         p = self.procs.get("ovs-vswitchd")
         return p is not None and p.poll() is None

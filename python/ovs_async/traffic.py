@@ -19,7 +19,6 @@ and judge a run the same way."""
 
 import time
 
-from ovs_async import parse
 from ovs_async.sandbox import SandboxError
 
 
