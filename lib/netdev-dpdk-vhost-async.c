@@ -36,6 +36,7 @@
 #include "netdev-dpdk-dma.h"
 #include "netdev-dpdk-vhost-auto.h"
 #include "netdev-dpdk-vhost-rx.h"
+#include "netdev-dpdk-vhost-shared.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
@@ -63,11 +64,6 @@ COVERAGE_DEFINE(vhost_async_enable_passed_over);
 COVERAGE_DEFINE(vhost_async_stale_closed);
 COVERAGE_DEFINE(vhost_async_poll_busy);
 COVERAGE_DEFINE(vhost_async_held_lost);
-
-/* vhost vring index of Tx queue 'qid' (the guest's Rx virtqueue) and of
- * Rx queue 'qid' (the guest's Tx virtqueue). */
-#define TXQ_VRING(QID) ((QID) * 2)
-#define RXQ_VRING(QID) ((QID) * 2 + 1)
 
 /* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
 #define MAX_TXQ 1024
@@ -137,6 +133,10 @@ enum aside_why {
 static int set_aside(struct vhost_async *, int qid, struct rte_mbuf **pkts,
                      int cnt, enum aside_why);
 static bool auto_enter(struct vhost_async *, int n_txq, bool again);
+struct copy_mode;
+static bool auto_pre_send(struct vhost_async *, const struct copy_mode *,
+                          int vid, int qid, struct rte_mbuf **pkts, int cnt,
+                          int *unsent);
 static void auto_retired(struct vhost_async *, int qid, uint64_t cycles,
                          uint32_t n);
 static void auto_format_txq(struct ds *, const struct vhost_async *,
@@ -161,6 +161,14 @@ struct copy_mode {
                              * lock's next holder sends them first. */
 
     send_func *send;
+
+    /* In a 'puts_aside' mode, runs under the txq lock before the sender
+     * sends what waits in the queue's ring and then 'pkts'.  Returns true
+     * if it took care of 'pkts' itself (put aside, or dropped), with the
+     * number it did not send in '*unsent'.  NULL if none. */
+    bool (*pre_send)(struct vhost_async *, const struct copy_mode *,
+                     int vid, int qid, struct rte_mbuf **pkts, int cnt,
+                     int *unsent);
 
     /* The Tx work of the PMD that polls Rx queue 'qid' of the port, before
      * it receives.  NULL if none. */
@@ -234,6 +242,7 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
         .sender_retires = true,
         .puts_aside = true,
         .send = auto_send,
+        .pre_send = auto_pre_send,
         .enter = auto_enter,
         .leave = ring_leave,
         .retired = auto_retired,
@@ -318,7 +327,7 @@ static const struct copy_dir_info dirs[N_DIRS] = {
 static bool
 vring_in(int vr, unsigned int dirs_mask)
 {
-    return dirs_mask & DIR_BIT(vr % 2 ? DIR_RX : DIR_TX);
+    return dirs_mask & DIR_BIT(vring_is_rx(vr) ? DIR_RX : DIR_TX);
 }
 
 /* A port's requested mode of one direction, by source (-1: not set). */
@@ -1242,10 +1251,11 @@ poll_all(struct vhost_async *async, int vid, int qid)
 {
     uint32_t n = 0;
     uint64_t mask;
+    int16_t dma;
 
     atomic_read_relaxed(&async->txqs[qid].copies.dma_mask, &mask);
-    for (; mask; mask = zero_rightmost_1bit(mask)) {
-        n += poll_dma(async, vid, qid, rightmost_1bit_idx(mask));
+    VHOST_FOR_EACH_DMA (dma, mask) {
+        n += poll_dma(async, vid, qid, dma);
     }
     return n;
 }
@@ -1263,7 +1273,8 @@ inflight(struct vhost_async *async, int qid)
 static const char *
 vq_name(int vring, char buf[16])
 {
-    snprintf(buf, 16, "%s %d", vring % 2 ? "rxq" : "txq", vring / 2);
+    snprintf(buf, 16, "%s %d", vring_is_rx(vring) ? "rxq" : "txq",
+             vring_qid(vring));
     return buf;
 }
 
@@ -1272,8 +1283,8 @@ vq_name(int vring, char buf[16])
 static struct vhost_vq_copies *
 vq_copies(struct vhost_async *async, int vring)
 {
-    return (vring % 2 ? vhost_rx_copies(async->rx, vring / 2)
-            : &async->txqs[vring / 2].copies);
+    return (vring_is_rx(vring) ? vhost_rx_copies(async->rx, vring_qid(vring))
+            : &async->txqs[vring_qid(vring)].copies);
 }
 
 static inline int
@@ -1404,10 +1415,10 @@ static void
 cleared(struct vhost_async *async, int vring, struct rte_mbuf **pkts,
         uint16_t n)
 {
-    if (vring % 2) {
-        vhost_rx_stash(async->rx, vring / 2, pkts, n);
+    if (vring_is_rx(vring)) {
+        vhost_rx_stash(async->rx, vring_qid(vring), pkts, n);
     } else {
-        retire(async, &async->txqs[vring / 2], pkts, n);
+        retire(async, &async->txqs[vring_qid(vring)], pkts, n);
     }
 }
 
@@ -1426,20 +1437,19 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
     while (vq_inflight(async, vid, vring, locked) > 0) {
         uint32_t n_cleared = 0;
         uint64_t engines, reported;
+        int16_t dma;
 
         atomic_read_relaxed(&copies->dma_mask, &engines);
         reported = netdev_dpdk_dma_reported(engines);
-        for (uint64_t mask = engines; mask;
-             mask = zero_rightmost_1bit(mask)) {
+        VHOST_FOR_EACH_DMA (dma, engines) {
             struct rte_mbuf *pkts[POLL_BURST];
-            int16_t dma = rightmost_1bit_idx(mask);
             uint16_t n = UINT16_MAX;
 
             /* A Tx vring's completion pollers hold its lock for one call
              * at most (see txq_vq_lock()); an Rx vring's are held off by
              * the caller (vhost_rx_lock()). */
-            if (!(vring % 2)) {
-                txq_vq_lock(async, vring / 2);
+            if (!vring_is_rx(vring)) {
+                txq_vq_lock(async, vring_qid(vring));
             }
             if (locked) {
                 n = rte_vhost_clear_queue_thread_unsafe(
@@ -1454,9 +1464,9 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
                 n = rte_vhost_clear_queue(vid, vring, pkts, POLL_BURST, dma,
                                           NETDEV_DPDK_DMA_VCHAN);
             }
-            if (!(vring % 2)) {
-                held_pop(&async->txqs[vring / 2].held, pkts, n);
-                txq_vq_unlock(async, vring / 2);
+            if (!vring_is_rx(vring)) {
+                held_pop(&async->txqs[vring_qid(vring)].held, pkts, n);
+                txq_vq_unlock(async, vring_qid(vring));
             }
             cleared(async, vring, pkts, n);
             n_cleared += n;
@@ -1473,8 +1483,8 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
             return false;
         }
     }
-    if (!(vring % 2)) {
-        atomic_store_relaxed(&async->txqs[vring / 2].orphaned, false);
+    if (!vring_is_rx(vring)) {
+        atomic_store_relaxed(&async->txqs[vring_qid(vring)].orphaned, false);
     }
     return true;
 }
@@ -1485,12 +1495,12 @@ clear_vq(struct vhost_async *async, int vid, int vring, bool locked,
 {
     bool done;
 
-    if (!(vring % 2)) {
+    if (!vring_is_rx(vring)) {
         return clear_vq__(async, vid, vring, locked, deadline);
     }
-    vhost_rx_lock(async->rx, vring / 2);
+    vhost_rx_lock(async->rx, vring_qid(vring));
     done = clear_vq__(async, vid, vring, locked, deadline);
-    vhost_rx_unlock(async->rx, vring / 2);
+    vhost_rx_unlock(async->rx, vring_qid(vring));
     return done;
 }
 
@@ -2145,28 +2155,9 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
     if (mode->puts_aside && async->txqs[qid].ring) {
         struct vhost_async_txq *txq = &async->txqs[qid];
 
-        if (OVS_UNLIKELY(txq->leaving)) {
-            if (inflight(async, qid) > 0) {
-                poll_all(async, vid, qid);
-            }
-            if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
-                /* Copies that an engine out of service holds never
-                 * complete: the queue would leave DMA never, and put
-                 * everything aside for good.  Its device is reset;
-                 * meanwhile what waits and what comes is dropped,
-                 * counted. */
-                send_from_ring(async, vid, qid, mode->send,
-                               RING_SIZE / POLL_BURST);
-                txq->leaving = false;
-                return cnt ? drop_wedged(async, pkts, cnt) : 0;
-            }
-            if (inflight(async, qid) > 0) {
-                /* 'auto' still leaves DMA: 'pkts' joins what waits. */
-                return (cnt ? cnt - set_aside(async, qid, pkts, cnt,
-                                              ASIDE_LEAVING)
-                        : 0);
-            }
-            txq->leaving = false;
+        if (mode->pre_send
+            && mode->pre_send(async, mode, vid, qid, pkts, cnt, &dropped)) {
+            return dropped;
         }
         if (cnt && !dp_defer_has_list() && inflight(async, qid) > 0) {
             /* A sender without a work list (the main thread: OpenFlow
@@ -2194,6 +2185,41 @@ locked_send(struct vhost_async *async, const struct copy_mode *mode,
         *n_dma += n;
     }
     return dropped;
+}
+
+/* 'auto''s pre_send: a queue leaving DMA (auto_send() set 'leaving') keeps
+ * what comes in its ring, behind its copies in flight, until they are
+ * done, so that the guest sees the queue's packets in order. */
+static bool
+auto_pre_send(struct vhost_async *async, const struct copy_mode *mode,
+              int vid, int qid, struct rte_mbuf **pkts, int cnt, int *unsent)
+{
+    struct vhost_async_txq *txq = &async->txqs[qid];
+
+    if (OVS_LIKELY(!txq->leaving)) {
+        return false;
+    }
+    if (inflight(async, qid) > 0) {
+        poll_all(async, vid, qid);
+    }
+    if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
+        /* Copies that an engine out of service holds never complete: the
+         * queue would leave DMA never, and put everything aside for good.
+         * Its device is reset; meanwhile what waits and what comes is
+         * dropped, counted. */
+        send_from_ring(async, vid, qid, mode->send, RING_SIZE / POLL_BURST);
+        txq->leaving = false;
+        *unsent = cnt ? drop_wedged(async, pkts, cnt) : 0;
+        return true;
+    }
+    if (inflight(async, qid) > 0) {
+        /* Still leaving DMA: 'pkts' joins what waits. */
+        *unsent = cnt ? cnt - set_aside(async, qid, pkts, cnt,
+                                        ASIDE_LEAVING) : 0;
+        return true;
+    }
+    txq->leaving = false;
+    return false;
 }
 
 /* Remembers 'tx_lock' as the lock of Tx queue 'qid', for the work items
@@ -2493,9 +2519,10 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
         if (on) {
             struct rte_vhost_vring vring;
 
-            if (!(vr % 2) && !rte_vhost_get_vhost_vring(vid, vr, &vring)) {
+            if (!vring_is_rx(vr)
+                && !rte_vhost_get_vhost_vring(vid, vr, &vring)) {
                 /* No sender submits into it before the channel is up. */
-                held_init(&async->txqs[vr / 2], vring.size);
+                held_init(&async->txqs[vring_qid(vr)], vring.size);
             }
             err = locked
                   ? rte_vhost_async_channel_register_thread_unsafe(vid, vr)

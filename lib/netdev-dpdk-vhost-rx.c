@@ -36,9 +36,6 @@
 
 VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_rx);
 
-/* vhost vring index of Rx queue 'qid' (the guest's Tx virtqueue). */
-#define RXQ_VRING(QID) ((QID) * 2 + 1)
-
 /* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
 #define MAX_RXQ 1024
 
@@ -346,15 +343,18 @@ harvest(struct vhost_rxq *q, int vid, int qid, int16_t skip,
 {
     uint16_t n = 0;
     uint64_t mask;
+    int16_t dma;
 
     atomic_read_relaxed(&q->copies.dma_mask, &mask);
     if (skip >= 0) {
         mask &= ~(UINT64_C(1) << skip);
     }
-    for (; mask && n < count; mask = zero_rightmost_1bit(mask)) {
+    VHOST_FOR_EACH_DMA (dma, mask) {
+        if (n >= count) {
+            break;
+        }
         n += rte_vhost_clear_queue(vid, RXQ_VRING(qid), pkts + n, count - n,
-                                   rightmost_1bit_idx(mask),
-                                   NETDEV_DPDK_DMA_VCHAN);
+                                   dma, NETDEV_DPDK_DMA_VCHAN);
     }
     if (n) {
         rxq_inflight_add(q, -(int) n);
@@ -463,6 +463,15 @@ vhost_rx_unlock(struct vhost_rx *rx, int qid)
     }
 }
 
+/* Receives a burst of Rx queue 'qid'.  Unlike Tx, whose modes differ in who
+ * sends and who retires, every Rx mode is one choice per burst between two
+ * paths, dma_dequeue() and cpu_dequeue(), made by the PMD that polls the
+ * queue: 'cpu' takes the CPU, 'dma' the engine if the PMD has one in
+ * service, 'auto' what vhost_auto_choose() says.  The choice cannot be made
+ * once per device, as DPDK's vhost picks its queue ops, because it changes
+ * with the PMD's engine (taken out of service, another PMD after a
+ * reload) and, in 'auto', with the traffic: so the rows of rx_copy_modes[]
+ * hold no functions, and this is an if/else. */
 static uint16_t
 dequeue__(struct vhost_rx *rx, struct vhost_rxq *q, enum vhost_rx_mode mode,
           int vid, int qid, struct rte_mempool *mp, struct rte_mbuf **pkts,

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "netdev-dpdk-vhost-shared.h"
 #include "openvswitch/dynamic-string.h"
 #include "ovs-atomic.h"
 #include "util.h"
@@ -61,40 +62,6 @@ bool vhost_rx_mode_from_string(const char *, enum vhost_rx_mode *);
 /* True if 'mode' copies on DMA engines: the device needs async channels on
  * its guest Tx vrings. */
 bool vhost_rx_mode_dma(enum vhost_rx_mode);
-
-/* Counters of the copy modes, added to and read from any thread. */
-static inline void
-vhost_stat_add(atomic_uint64_t *counter, uint64_t n)
-{
-    uint64_t orig;
-
-    atomic_add_relaxed(counter, n, &orig);
-}
-
-static inline uint64_t
-vhost_stat_get(const atomic_uint64_t *counter)
-{
-    uint64_t v;
-
-    atomic_read_relaxed(CONST_CAST(atomic_uint64_t *, counter), &v);
-    return v;
-}
-
-/* Interface statistics of the copy modes ("ovs_async_..."), appended to
- * those a port already has. */
-struct vhost_stat_value {
-    const char *name;
-    uint64_t value;
-};
-
-void vhost_stats_append(struct netdev_custom_stats *,
-                        const struct vhost_stat_value *, size_t n);
-
-/* Copies of one vring in flight on DMA engines. */
-struct vhost_vq_copies {
-    atomic_int inflight;            /* Submitted, not yet taken back. */
-    atomic_uint64_t dma_mask;       /* dmadevs that may hold them. */
-};
 
 /* Per-port state of the Rx copy modes. */
 struct vhost_rx;
