@@ -443,14 +443,19 @@ class Sandbox(object):
             "--pidfile=" + os.path.join(self.rundir, "ovs-vswitchd.pid"),
             "--log-file=" + os.path.join(self.logdir, "ovs-vswitchd.log"),
             "-vconsole:off", "--no-chdir"] + self.vswitchd_args)
-        self.vsctl("--timeout=60", "add-br", "br0", "--", "set", "bridge",
-                   "br0", "datapath_type=netdev")
+        # The bridge and its ports in one transaction: the switch applies
+        # them in one reconfiguration, not one per port.
+        args = ["--timeout=60", "add-br", "br0", "--", "set", "bridge",
+                "br0", "datapath_type=netdev"]
+        names = ["v%d" % i for i in range(self.n_ports)]
+        for i, name in enumerate(names):
+            args += ["--"] + self._port_args(name, ofport=i + 1)
+        self.vsctl(*args)
         dpdk = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized")
         if dpdk.strip() != "true":
             raise SandboxError("DPDK did not initialize; see %s"
                                % self.vswitchd_log)
-        for i in range(self.n_ports):
-            self.add_port("v%d" % i, ofport=i + 1)
+        self.ports = names
         self.set_topology(self.topology)
 
     def stop(self):
@@ -700,7 +705,8 @@ class Sandbox(object):
 
     # ---- ports, flows -----------------------------------------------------
 
-    def add_port(self, name, ofport=None, options=None):
+    def _port_args(self, name, ofport=None, options=None):
+        """ovs-vsctl's arguments that add vhost-user client port 'name'."""
         args = ["add-port", "br0", name, "--", "set", "Interface", name,
                 "type=dpdkvhostuserclient",
                 "options:vhost-server-path=%s" % self.sock(name)]
@@ -710,7 +716,10 @@ class Sandbox(object):
             args.append("mtu_request=%d" % self.mtu)
         for k, v in (options or {}).items():
             args.append("options:%s=%s" % (k, v))
-        self.vsctl("--timeout=30", *args)
+        return args
+
+    def add_port(self, name, ofport=None, options=None):
+        self.vsctl("--timeout=30", *self._port_args(name, ofport, options))
         if name not in self.ports:
             self.ports.append(name)
 
@@ -719,7 +728,7 @@ class Sandbox(object):
         self.ports.remove(name)
 
     def set_topology(self, topology):
-        self.ofctl("del-flows", "br0")
+        """Replaces the bridge's flows, in one OpenFlow exchange."""
         if topology == "none":
             flows = []
         elif topology == "loop":
@@ -729,8 +738,10 @@ class Sandbox(object):
                 flows.append("in_port=%d,actions=output:%d" % (i + 2, i + 1))
         else:
             flows = list(topology)
-        for flow in flows:
-            self.ofctl("add-flow", "br0", flow)
+        path = os.path.join(self.dir, "flows.txt")
+        with open(path, "w") as f:
+            f.write("".join(flow + "\n" for flow in flows))
+        self.ofctl("replace-flows", "br0", path)
 
     # ---- guests -----------------------------------------------------------
 
