@@ -46,7 +46,6 @@
 #include <rte_eal.h>
 
 #include "dma-swcopy.h"
-#include "util.h"
 
 #define MAX_COPY (64 * 1024)    /* Largest random copy. */
 #define GUARD 64                /* Bytes around each buffer, checked. */
@@ -197,8 +196,8 @@ static bool
 slots_init(struct slots *s, unsigned int n)
 {
     s->n = n;
-    s->src = xmalloc((size_t) n * SLOT_SIZE);
-    s->dst = xmalloc((size_t) n * SLOT_SIZE);
+    s->src = malloc((size_t) n * SLOT_SIZE);
+    s->dst = malloc((size_t) n * SLOT_SIZE);
     return s->src && s->dst;
 }
 
@@ -410,8 +409,8 @@ static void
 test_random(int16_t dev, struct slots *s, unsigned int total,
             uint16_t nb_desc, bool use_status)
 {
-    struct op *ops = xcalloc(nb_desc, sizeof *ops);
-    enum rte_dma_status_code *st = xcalloc(nb_desc, sizeof *st);
+    struct op *ops = calloc(nb_desc, sizeof *ops);
+    enum rte_dma_status_code *st = calloc(nb_desc, sizeof *st);
     unsigned int enq = 0, done = 0, bad_data = 0, bad_idx = 0, bad_st = 0;
     unsigned int flag_submits = 0, explicit_submits = 0;
     long long deadline = now_ns() + 60 * 1000000000LL;
@@ -497,8 +496,8 @@ static void
 test_wrap(int16_t dev, uint16_t nb_desc)
 {
     const unsigned int total = 3 * 65536 + 1234;
-    uint8_t *src = xmalloc((size_t) nb_desc * 64);
-    uint8_t *dst = xmalloc((size_t) nb_desc * 64);
+    uint8_t *src = malloc((size_t) nb_desc * 64);
+    uint8_t *dst = malloc((size_t) nb_desc * 64);
     unsigned int enq = 0, done = 0, bad = 0, bad_idx = 0;
     long long deadline = now_ns() + 60 * 1000000000LL;
     uint16_t base = 0, last;
@@ -834,7 +833,7 @@ test_idle_cost(int16_t dev)
     snprintf(name, sizeof name, "%.15s", info.dev_name);
     usleep(100000);
     t0 = thread_cpu_ticks(name);
-    xsleep(2);
+    sleep(2);
     t1 = thread_cpu_ticks(name);
     check(t0 >= 0 && t1 >= 0 && (t1 - t0) * 100.0 / (2 * hz) < 2.0,
           "idle worker thread %s used %.1f%% of a CPU over 2 s (limit 2%%)",

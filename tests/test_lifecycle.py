@@ -470,19 +470,19 @@ def traffic_watched(swcopy_sandbox, mode):
     return sb, base, g, probe
 
 
-def engine_stuck(sandbox_factory, mode):
+def engine_stuck(swcopy_sandbox, mode):
     """traffic_watched(), and the engine held (no timed release) with
     copies in flight; also returns the number of copies held."""
-    sb, base, g, probe = traffic_watched(sandbox_factory, mode)
+    sb, base, g, probe = traffic_watched(swcopy_sandbox, mode)
     return sb, base, g, probe, hold_copies(sb)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_reload_with_engine_stuck(sandbox_factory, mode):
+def test_reload_with_engine_stuck(swcopy_sandbox, mode):
     """A PMD reload while the engine completes nothing: the drain gives up
     after its bound instead of holding the reload (and the main thread,
     which waits for it) until the engine comes back."""
-    sb, base, g, probe, _ = engine_stuck(sandbox_factory, mode)
+    sb, base, g, probe, _ = engine_stuck(swcopy_sandbox, mode)
     sb.appctl("dpif-netdev/pmd-stats-clear")
     for mask in ("0x3", "0x2"):
         sb.vsctl("set", "Open_vSwitch", ".",
@@ -500,11 +500,11 @@ def test_reload_with_engine_stuck(sandbox_factory, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_mode_switch_waits_for_stuck_engine(sandbox_factory, mode):
+def test_mode_switch_waits_for_stuck_engine(swcopy_sandbox, mode):
     """A switch to cpu while the engine completes nothing keeps the async
     mode (CPU enqueues would overtake the copies in the guest's queue) and
     retries; it happens once the engine is back."""
-    sb, base, g, probe, _ = engine_stuck(sandbox_factory, mode)
+    sb, base, g, probe, _ = engine_stuck(swcopy_sandbox, mode)
     sb.appctl("netdev-dpdk/vhost-copy-mode-set", "cpu")
     # The switch gave up waiting for the copies at least once, and the
     # mode stayed.
@@ -523,14 +523,14 @@ def test_mode_switch_waits_for_stuck_engine(sandbox_factory, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_guest_gone_with_engine_stuck(sandbox_factory, mode):
+def test_guest_gone_with_engine_stuck(swcopy_sandbox, mode):
     """The guest vanishes while the engine completes nothing and never
     will: after its bound the clear abandons the copies (counted, logged
     once per port), the engine goes out of service and the port carries
     verified traffic again on the CPU.  The copies are all Tx copies, whose
     mbufs vhost would keep for good: the switch frees them once the engine
     is fenced, so every mempool comes back to its baseline."""
-    sb, base, g, probe, held = engine_stuck(sandbox_factory, mode)
+    sb, base, g, probe, held = engine_stuck(swcopy_sandbox, mode)
     g.stop(sig=signal.SIGKILL)
     wait_until(lambda: sum(sb.abandoned().values()) >= held, 20,
                lambda: (held, sb.abandoned()), interval=0.2)
@@ -596,7 +596,7 @@ def test_guest_starts_while_engine_held(swcopy_sandbox, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_engine_error(sandbox_factory, mode):
+def test_engine_error(swcopy_sandbox, mode):
     """A copy completes with an error (dma-swcopy/fail), as a failing
     hardware engine would report it.  vhost 22.11 does not handle DMA
     errors: that copy and every later one of the engine never complete for
@@ -605,7 +605,7 @@ def test_engine_error(sandbox_factory, mode):
     wedged queue (counted), resets the guest's connection, counts the
     copies it had to abandon, and the port carries verified traffic again,
     on the CPU.  The abandoned copies' mbufs are the only ones lost."""
-    sb, base, g, probe = traffic_watched(sandbox_factory, mode)
+    sb, base, g, probe = traffic_watched(swcopy_sandbox, mode)
     sb.swcopy("fail", ENGINE, 1)
     # Every port with copies on the engine after the failed one is wedged
     # and must be reset: wait until none is left.
