@@ -1472,6 +1472,38 @@ dma_swcopy_get_state(const char *name, struct dma_swcopy_state *st)
     return 0;
 }
 
+int
+dma_swcopy_unreported(const char *name, dma_swcopy_copy_cb *cb, void *aux)
+{
+    struct swcopy_dev *sw = swcopy_find(name);
+    const struct swcopy_sub *sub;
+    uint16_t idx, tail;
+
+    if (!sw) {
+        return -ENODEV;
+    }
+    sub = &sw->sub;
+    if (__atomic_load_n(&sub->started, __ATOMIC_ACQUIRE)
+        || (sw->ctl.thread_running
+            && __atomic_load_n(&sw->ctl.ack, __ATOMIC_ACQUIRE)
+               != __atomic_load_n(&sw->ctl.cmd, __ATOMIC_RELAXED))) {
+        return -EBUSY;
+    }
+    if (!sub->ring) {
+        return 0;
+    }
+    /* Submitted copies whose completion was not reported, from the next
+     * one to report.  The submitter keeps fewer than 'nb_desc' between
+     * them (swcopy_copy()), so no descriptor was reused. */
+    tail = __atomic_load_n(&sw->bell.tail, __ATOMIC_ACQUIRE);
+    for (idx = sub->read_idx; idx != tail; idx++) {
+        const struct swcopy_desc *d = &sub->ring[idx & sub->mask];
+
+        cb(aux, d->src, d->dst, d->len);
+    }
+    return (uint16_t) (tail - sub->read_idx);
+}
+
 void
 dma_swcopy_register(void)
 {

@@ -124,6 +124,28 @@ int dma_swcopy_fail(const char *name, uint32_t n);
 int dma_swcopy_delay(const char *name, uint32_t us);
 int dma_swcopy_get_state(const char *name, struct dma_swcopy_state *);
 
+/* The copies that a stopped instance will never report complete.
+ *
+ * Calls 'cb' once for each copy that instance 'name' was given and has not
+ * reported complete through rte_dma_completed() or
+ * rte_dma_completed_status(), oldest first: those a stop of a held engine
+ * dropped, those behind a failed copy, and those executed but not reported
+ * yet.  Their descriptors stay intact from the stop until the next
+ * rte_dma_start(), which forgets them.  Returns how many copies there
+ * were, -ENODEV if no dma_swcopy instance has that name, or -EBUSY if it is
+ * started.
+ *
+ * The caller makes sure that no thread uses the device meanwhile (no copy,
+ * submit or completion call), and that nothing will ask for these
+ * completions any more: then the engine never touches the memory these
+ * copies name, and their owner may take it back.  (vhost never hands back
+ * the mbuf of a dequeue copy that its engine did not report complete:
+ * netdev-dpdk-dma.c frees those when it restarts the engine.) */
+typedef void dma_swcopy_copy_cb(void *aux, uint64_t src, uint64_t dst,
+                                uint32_t len);
+int dma_swcopy_unreported(const char *name, dma_swcopy_copy_cb *cb,
+                          void *aux);
+
 /* Registers the "dma_swcopy" vdev driver with DPDK's vdev bus.  Must be
  * called before rte_eal_init() probes devices; calling it again is
  * harmless. */

@@ -26,7 +26,10 @@
 #include <rte_dmadev.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_vhost_async.h>
+#include "coverage.h"
 
 #include "dpif-netdev-defer.h"
 #include "openvswitch/dynamic-string.h"
@@ -41,6 +44,8 @@
 #include "util.h"
 
 VLOG_DEFINE_THIS_MODULE(netdev_dpdk_dma);
+
+COVERAGE_DEFINE(dma_mbufs_reclaimed);
 
 /* Descriptors per vchan we ask for (clamped to what the device allows). */
 #define DMA_RING_SIZE 4096
@@ -58,6 +63,10 @@ struct dma_dev {
     int stop_error;             /* What rte_dma_stop() said, if it failed. */
     uint64_t lost;              /* Copies it never completed, in the stats
                                  * of its past lives (dmadev-enable). */
+    uint64_t reclaimed;         /* Mbufs of those copies freed by its
+                                 * restarts (dma_reclaim_mbufs()). */
+    bool reclaim_done;          /* dma_reclaim_mbufs() ran since the last
+                                 * start: not again, not twice a free. */
     uint64_t seen_completed;    /* Health watch: completions when it last
                                  * looked, and when they last moved (or the
                                  * engine had nothing to do). */
@@ -649,6 +658,11 @@ dma_show(struct unixctl_conn *conn, int argc OVS_UNUSED,
                           "  copies in flight: %"PRIu64"\n",
                           d->nb_desc, st.submitted, st.completed, st.errors,
                           st.submitted > done ? st.submitted - done : 0);
+            if (d->lost) {
+                ds_put_format(&reply, "  copies lost by restarts: %"PRIu64
+                              " (mbufs of Rx copies freed: %"PRIu64")\n",
+                              d->lost, d->reclaimed);
+            }
         } else {
             ds_put_cstr(&reply, "  copies submitted: 0\n");
         }
@@ -705,6 +719,159 @@ out:
     return why;
 }
 
+/* ---- The mbufs of copies that an engine never completed ---------------
+ *
+ * vhost allocates the mbuf of each dequeue (Rx) copy, from the mempool that
+ * the PMD passes, and keeps it until the copy's engine reports the copy
+ * complete.  It has no call that hands back the mbufs of copies that never
+ * complete, and frees its state without them when the device goes away
+ * (22.11 and 24.11).  They are found again when the engine is brought back:
+ * by then no vhost port has copies on it (dma_enable_check()), every thread
+ * quiesced since it went out of service, so nothing asks for those
+ * completions any more, and the engine, stopped, never touches the memory
+ * they name.  Each copy that the engine never reported and that writes
+ * into an mbuf of a mempool of ours therefore names an mbuf that nobody
+ * holds.  (A Tx copy writes into guest memory, never into a mempool: the
+ * mbufs it reads from are the ones that held_release() frees in
+ * netdev-dpdk-vhost-async.c.)
+ *
+ * Only an engine that can list the copies it never reported can be asked:
+ * dma_swcopy (dma_swcopy_unreported()).  A hardware engine forgets them
+ * when it is stopped, and those mbufs stay lost, counted as copies lost in
+ * netdev-dpdk/dmadev-show. */
+
+struct dma_reclaim {
+    uint64_t *dsts;             /* The copies' destinations, sorted. */
+    size_t n_dsts, allocated;
+    struct rte_mbuf **mbufs;    /* The mbufs they write into. */
+    size_t n_mbufs, mbufs_allocated;
+    bool hit;                   /* Some destination is in the pool. */
+};
+
+static void
+dma_reclaim_add(void *r_, uint64_t src OVS_UNUSED, uint64_t dst,
+                uint32_t len OVS_UNUSED)
+{
+    struct dma_reclaim *r = r_;
+
+    if (r->n_dsts >= r->allocated) {
+        r->dsts = x2nrealloc(r->dsts, &r->allocated, sizeof *r->dsts);
+    }
+    r->dsts[r->n_dsts++] = dst;
+}
+
+static int
+dma_reclaim_compare(const void *a_, const void *b_)
+{
+    const uint64_t *a = a_, *b = b_;
+
+    return *a < *b ? -1 : *a > *b;
+}
+
+/* Whether some destination in 'r' is in ['start', 'start' + 'len'). */
+static bool
+dma_reclaim_hits(const struct dma_reclaim *r, uintptr_t start, size_t len)
+{
+    size_t lo = 0, hi = r->n_dsts;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (r->dsts[mid] < start) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < r->n_dsts && r->dsts[lo] - start < len;
+}
+
+static void
+dma_reclaim_chunk(struct rte_mempool *mp OVS_UNUSED, void *r_,
+                  struct rte_mempool_memhdr *memhdr,
+                  unsigned mem_idx OVS_UNUSED)
+{
+    struct dma_reclaim *r = r_;
+
+    r->hit |= dma_reclaim_hits(r, (uintptr_t) memhdr->addr, memhdr->len);
+}
+
+static void
+dma_reclaim_obj(struct rte_mempool *mp, void *r_, void *obj,
+                unsigned obj_idx OVS_UNUSED)
+{
+    struct dma_reclaim *r = r_;
+    struct rte_mbuf *m = obj;
+    /* The mbuf's own data room, where rte_pktmbuf_init() put it. */
+    char *room = (char *) m + sizeof *m + rte_pktmbuf_priv_size(mp);
+
+    if (dma_reclaim_hits(r, (uintptr_t) room,
+                         rte_pktmbuf_data_room_size(mp))) {
+        if (r->n_mbufs >= r->mbufs_allocated) {
+            r->mbufs = x2nrealloc(r->mbufs, &r->mbufs_allocated,
+                                  sizeof *r->mbufs);
+        }
+        r->mbufs[r->n_mbufs++] = m;
+    }
+}
+
+static void
+dma_reclaim_pool(struct rte_mempool *mp, void *r_)
+{
+    struct dma_reclaim *r = r_;
+
+    /* Only mbuf pools (rte_pktmbuf_pool_create()). */
+    if (mp->private_data_size < sizeof(struct rte_pktmbuf_pool_private)
+        || mp->elt_size < sizeof(struct rte_mbuf)) {
+        return;
+    }
+    r->hit = false;
+    rte_mempool_mem_iter(mp, dma_reclaim_chunk, r);
+    if (r->hit) {
+        rte_mempool_obj_iter(mp, dma_reclaim_obj, r);
+    }
+}
+
+/* Engine 'd' is stopped, out of service, and no vhost port has copies on
+ * it: frees the mbufs that the copies it never reported complete write
+ * into, before its restart forgets them. */
+static void
+dma_reclaim_mbufs(struct dma_dev *d)
+    OVS_REQUIRES(dma_mutex)
+{
+    struct dma_reclaim r;
+    unsigned int freed = 0;
+    int n;
+
+    if (!d->stopped || d->stop_error || d->reclaim_done
+        || rte_eal_iova_mode() != RTE_IOVA_VA) {
+        return;
+    }
+    d->reclaim_done = true;
+    memset(&r, 0, sizeof r);
+    n = dma_swcopy_unreported(d->name, dma_reclaim_add, &r);
+    if (n > 0) {
+        qsort(r.dsts, r.n_dsts, sizeof *r.dsts, dma_reclaim_compare);
+        rte_mempool_walk(dma_reclaim_pool, &r);
+        for (size_t i = 0; i < r.n_mbufs; i++) {
+            struct rte_mbuf *m = r.mbufs[i];
+
+            /* vhost allocated it and handed it to nobody. */
+            if (RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1) {
+                rte_pktmbuf_free_seg(m);
+                freed++;
+            }
+        }
+        d->reclaimed += freed;
+        COVERAGE_ADD(dma_mbufs_reclaimed, freed);
+        VLOG_INFO("dmadev %s: %d copies were never completed; freed the "
+                  "%u mbufs that vhost kept for those of them that copy out "
+                  "of a guest", d->name, n, freed);
+    }
+    free(r.dsts);
+    free(r.mbufs);
+}
+
 /* Why engine 'd' cannot be brought back now, or NULL. */
 static char *
 dma_enable_check(struct dma_dev *d)
@@ -746,14 +913,17 @@ dma_enable(struct dma_dev *d)
         return error;
     }
     dma_fence(d);
-    /* What it never completed stays lost: the restart forgets it. */
+    /* What it never completed stays lost, the restart forgets it: all but
+     * the mbufs that vhost kept for it. */
     if (!rte_dma_stats_get(d->id, NETDEV_DPDK_DMA_VCHAN, &st)) {
         d->lost = st.submitted - MIN(st.submitted, st.completed);
         atomic_store_relaxed(&dma_lost[d->id], d->lost);
     }
+    dma_reclaim_mbufs(d);
     if (rte_dma_start(d->id)) {
         return xasprintf("dmadev %s cannot be started", d->name);
     }
+    d->reclaim_done = false;
     why = dma_test_copy(d->id);
     if (why) {
         rte_dma_stop(d->id);

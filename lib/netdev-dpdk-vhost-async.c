@@ -1627,8 +1627,9 @@ reset_queues(struct vhost_async *async, int left, uint64_t stuck)
         vhost_stat_add(&async->stats.abandoned_freed, freed);
         VLOG_ERR("%s: %d DMA copies abandoned: their engine must not "
                  "complete them any more; the mbufs of %d of them were "
-                 "freed, those of the other %d stay with vhost", async->name,
-                 left, freed, left - freed);
+                 "freed, vhost keeps those of the other %d (until "
+                 "netdev-dpdk/dmadev-enable, for an engine that can tell "
+                 "which they are)", async->name, left, freed, left - freed);
     } else {
         for (int qid = 0; qid < MAX_TXQ; qid++) {
             held_release(&async->txqs[qid], 0);

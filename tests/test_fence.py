@@ -41,6 +41,7 @@ from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
 
 from test_lifecycle import (ENGINE, baseline, hold_copies, inflight_total,
+                            rx_inflight_total,
                             start_traffic, stop_guest)
 
 
@@ -166,6 +167,58 @@ def test_slow_engine_finished_by_the_fence(swcopy_sandbox, mode):
     sb.swcopy("delay", ENGINE, 0)
     enable_engine(sb)
     check_recovered_after_abandon(sb, {}, mode)
+
+
+def rx_mbufs_kept(sb):
+    """The mbufs of abandoned copies that vhost kept, as the switch logged
+    them (those of Rx copies: vhost allocated them)."""
+    return sum(int(n) for n in re.findall(r"those of the other "
+                                          r"(\d+)", sb.log_text()))
+
+
+def test_rx_mbufs_back_after_abandon(swcopy_sandbox):
+    """Rx copies (vhost-rx-copy-mode=dma, Tx cpu) held on the engine when
+    the guest vanishes: the clear gives up and they are abandoned.  vhost
+    allocated their mbufs and keeps them, and has no call that hands them
+    back: the port's mempool used to lose them for good, up to a ring's
+    worth per engine failure.  Once the engine is brought back
+    (dmadev-enable), every mbuf is back in its mempool, and the switch
+    says how many it freed."""
+    sb = swcopy_sandbox("cpu")
+    sb.set_rx_copy_mode("dma")
+    base = baseline(sb)
+    g = start_traffic(sb)
+    probe = Responsiveness(sb)
+    probe.start()
+    held = hold_copies(sb, count=rx_inflight_total)
+    g.stop(sig=signal.SIGKILL)
+    wait_until(lambda: sb.log_count("DMA copies abandoned"), 20,
+               lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
+               interval=0.2)
+    probe.finish()
+    # The state: Rx copies abandoned, their mbufs with vhost, not back.
+    kept = rx_mbufs_kept(sb)
+    assert kept > 0, (held, sb.log_text()[-3000:])
+    grown = sb.wait_mempools_back(base, timeout=2)
+    missing = sum(now - was for was, now in grown.values())
+    assert missing >= kept, (grown, kept)
+
+    sb.swcopy("release", ENGINE)
+    print(enable_engine(sb))
+    state = dmadev_state(sb)
+    assert sb.wait_mempools_back(base) == {}, (kept, state)
+    m = re.search(r"mbufs of Rx copies freed: (\d+)", state)
+    assert m and int(m.group(1)) >= kept, state
+    assert sb.log_count("freed the") == 1
+    print("Rx copies held: %d, mbufs kept by vhost: %d, freed: %s"
+          % (held, kept, m.group(1)))
+    # The port copies out of the guest on the engine again.
+    sb.appctl("dpif-netdev/pmd-stats-clear")
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
+    counters = sb.pmd_counters()
+    assert counters["DMA Rx copies submitted"] > 0, counters
+    assert counters["DMA Rx CPU fallbacks"] == 0, counters
+    assert sb.wait_mempools_back(base) == {}
 
 
 # An ARP request from 198.18.0.1 for 198.18.0.2, as OVN's packet-outs look
@@ -326,7 +379,7 @@ def test_rx_engine_error(swcopy_sandbox):
     CPU."""
     sb = swcopy_sandbox("cpu")
     sb.set_rx_copy_mode("dma")
-    baseline(sb)
+    base = baseline(sb)
     g = start_traffic(sb)
     probe = Responsiveness(sb)
     probe.start()
@@ -352,6 +405,12 @@ def test_rx_engine_error(swcopy_sandbox):
     counters = sb.pmd_counters()
     assert counters["DMA Rx copies submitted"] == 0, counters
     assert counters["DMA Rx CPU fallbacks"] > 0, counters
+    # The mbufs of the copies behind the failed one, which vhost kept, are
+    # freed when the engine comes back.
+    kept = rx_mbufs_kept(sb)
+    assert kept > 0, sb.log_text()[-3000:]
+    enable_engine(sb)
+    assert sb.wait_mempools_back(base) == {}, (kept, dmadev_state(sb))
 
 
 @pytest.mark.parametrize("event", ["mem-table", "port-delete"])

@@ -127,6 +127,43 @@ available Rx: cpu, dma, auto
 """
 
 
+DMADEV_SHOW = """\
+dmadev dma_swcopy0 (id 0):
+  numa_id: 0
+  owner: pmd core 1
+  ring size: 4096
+  copies submitted: 286243
+  copies completed: 285731
+  copies failed: 0
+  copies in flight: 0
+  copies lost by restarts: 512 (mbufs of Rx copies freed: 500)
+dmadev dma_swcopy1 (id 1):
+  numa_id: 0
+  owner: free
+  ring size: 4096
+  copies submitted: 10
+  copies completed: 10
+  copies failed: 0
+  copies in flight: 0
+  copies lost by restarts: 12 (mbufs of Rx copies freed: 3)
+dmadev dma_swcopy2 (id 2):
+  numa_id: 0
+  owner: free
+  copies submitted: 0
+"""
+
+
+def test_rx_mbufs_freed():
+    """The mbufs of Rx copies freed by engine restarts, over every engine,
+    and the engines' names."""
+    assert parse.rx_mbufs_freed(DMADEV_SHOW) == 503
+    assert parse.rx_mbufs_freed(DMADEV_SHOW.replace(
+        "  copies lost by restarts: 12 (mbufs of Rx copies freed: 3)\n",
+        "")) == 500
+    assert parse.dmadevs(DMADEV_SHOW) == ["dma_swcopy0", "dma_swcopy1",
+                                          "dma_swcopy2"]
+
+
 def test_abandoned_and_freed():
     """The copies abandoned of each port, and how many of their mbufs the
     switch freed (0 for a port with none)."""

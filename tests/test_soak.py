@@ -55,10 +55,10 @@ def test_soak(build, tmp_path):
     for key in ("corrupted", "duplicates", "misdelivered", "reordered"):
         assert s[key] == 0, (key, s)
     # Only the engines taken out of service on purpose abandon copies, and
-    # only those copies' mbufs stay with vhost.
+    # the switch frees their mbufs (Rx ones when the engine comes back).
     assert s["engine_restarts"] > 0, s
     assert s["abandoned_copies"] <= s["abandoned_on_purpose"], s
-    assert s["leaked_mbufs"] <= s["abandoned_on_purpose"], s
+    assert s["leaked_mbufs"] == 0, s
     assert 0 < s["packet_outs_received"] <= s["packet_outs"], s
     assert s["vswitchd_alive"], s
     assert r.returncode == 0, r.stdout[-2000:]

@@ -284,3 +284,12 @@ def migration_line(text):
 def dmadevs(text):
     """The names of the engines in dmadev-show."""
     return re.findall(r"^dmadev (\S+)", text, re.M)
+
+
+def rx_mbufs_freed(text):
+    """The mbufs of Rx copies that restarts of engines freed, summed over
+    the engines of dmadev-show (the engine keeps no such line before its
+    first restart that lost copies)."""
+    return sum(int(n) for n in re.findall(
+        r"^  copies lost by restarts: \d+ \(mbufs of Rx copies freed: "
+        r"(\d+)\)$", text, re.M))
