@@ -31,11 +31,21 @@ can have one.  A guest stopped by an event
 duplicated, misdelivered, reordered frames); one killed (SIGKILL) reports
 nothing, and its frames count as unverified.  Every 'checkpoint' cycles,
 and at the end, the soak also checks that nothing is left in flight, the
-mbufs in use against the baseline (leaked) and the copies abandoned."""
+mbufs in use against the baseline (leaked) and the copies abandoned.
+
+With two engines (engines=2), two PMDs (CPU 0 and the last CPU), each with
+its engine, share the work: the guest's v0 has two queues, one per PMD, so
+that both PMDs send into v1's only Tx queue, and each engine event takes
+one of the engines (dealt from a deck).  The event "engine-wedge" then
+makes the multi-engine wedge: in auto, engine A holds copies of that
+queue, the queue leaves DMA, A fails a copy and goes out of service, and
+B's copies behind A's can never retire; the switch must see the wedge and
+reset v1, and B must stay in service."""
 
 import collections
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -45,7 +55,6 @@ from ovs_async.modes import COPY_MODES, FIXED_ASYNC_MODES, RX_COPY_MODES
 from ovs_async.sandbox import Sandbox, SandboxError
 from ovs_async.watch import ANSWER_S
 
-ENGINE = "dma_swcopy0"
 MODES = list(COPY_MODES)
 RX_MODES = list(RX_COPY_MODES)
 EVENTS = ["port-readd", "guest-kill", "guest-restart", "pmd-mask",
@@ -57,7 +66,11 @@ EVENTS = ["port-readd", "guest-kill", "guest-restart", "pmd-mask",
 # guest connected until the stall watchdog fires; a failed copy), then
 # bring it back with dmadev-enable.  What they abandon is counted apart,
 # and so are the mbufs of those copies that the switch frees.
-ENGINE_EVENTS = {"engine-abandoned", "engine-stall", "engine-fail"}
+ENGINE_EVENTS = {"engine-abandoned", "engine-stall", "engine-fail",
+                 "engine-wedge"}
+
+# The events of a soak with two engines: the multi-engine wedge needs them.
+TWO_ENGINE_EVENTS = EVENTS + ["engine-wedge"]
 
 # An ARP request from 198.18.0.1 for 198.18.0.2: the main thread's
 # packet-outs, which the guest counts as not its own ("foreign").
@@ -83,19 +96,24 @@ FLOW_WAIT_S = 10
 
 class Soak(object):
     def __init__(self, cycles=1000, checkpoint=50, seed=None, size=512,
-                 log=print, events=None):
+                 log=print, events=None, engines=1):
         if not isinstance(cycles, int) or cycles < 1:
             raise SandboxError("cycles must be a positive number, not %r"
                                % (cycles,))
         if not isinstance(checkpoint, int) or checkpoint < 1:
             raise SandboxError("checkpoint must be a positive number, not "
                                "%r" % (checkpoint,))
-        events = list(events) if events is not None else list(EVENTS)
-        unknown = sorted(set(events) - set(EVENTS))
+        if engines not in (1, 2):
+            raise SandboxError("engines must be 1 or 2, not %r"
+                               % (engines,))
+        known = TWO_ENGINE_EVENTS if engines == 2 else EVENTS
+        events = list(events) if events is not None else list(known)
+        unknown = sorted(set(events) - set(known))
         if not events or unknown:
             raise SandboxError("events must be some of %s, not %r"
-                               % (", ".join(EVENTS), unknown or events))
+                               % (", ".join(known), unknown or events))
         self.events = events
+        self.engines = ["dma_swcopy%d" % i for i in range(engines)]
         self.cycles = cycles
         self.checkpoint = checkpoint
         self.seed = seed if seed is not None else random.randrange(1 << 30)
@@ -131,11 +149,23 @@ class Soak(object):
     def start(self):
         pmd = (os.cpu_count() or 1) - 1
         self.pmd_mask = (1 << pmd, (1 << pmd) | 1) if pmd else (1, 1)
-        self.sb = Sandbox(ports=2, dma=1, dma_driver="dma_swcopy",
-                          pmd_cpus=[pmd], guest_cpu=0, log=self.log,
+        two = len(self.engines) == 2
+        if two and not pmd:
+            raise SandboxError("a soak with two engines needs two CPUs")
+        self.sb = Sandbox(ports=2, dma=len(self.engines),
+                          dma_driver="dma_swcopy",
+                          pmd_cpus=[0, pmd] if two else [pmd], guest_cpu=0,
+                          log=self.log,
                           other_config={
                               "vhost-copy-auto-threshold": "64"})
         self.sb.start()
+        if two:
+            # v0's queues on both PMDs, v1's on the last one: both PMDs
+            # send into v1's only Tx queue.
+            self.sb.vsctl("set", "Interface", "v0",
+                          "other_config:pmd-rxq-affinity=0:0,1:%d" % pmd)
+            self.sb.vsctl("set", "Interface", "v1",
+                          "other_config:pmd-rxq-affinity=0:%d" % pmd)
         # Every vhost-user message in the log: a failure's log must show
         # the whole handshake of each connection.
         self.sb.appctl("vlog/disable-rate-limit", "dpdk")
@@ -150,7 +180,7 @@ class Soak(object):
         for attempt in (1, 2):
             self.segments += 1
             self.guest = self.sb.start_guest(
-                [("v0", "gen+sink"), ("v1", "loop")],
+                [("v0", "gen+sink", len(self.engines)), ("v1", "loop")],
                 ["--size", self.size, "--duration", 100000, "--wait-link",
                  60, "--progress", 0, "--warmup", 0],
                 name="soak%d" % self.segments)
@@ -246,14 +276,16 @@ class Soak(object):
         # call that waits for a busy main thread), the hold still ends,
         # and the health watch does not take the engine out of service
         # for a hold nobody meant to last.
-        self.sb.swcopy("hold", ENGINE,
-                       int(HOLD_WAIT_S * 1000) + HOLD_RELEASE_MS)
+        for engine in self.engines:
+            self.sb.swcopy("hold", engine,
+                           int(HOLD_WAIT_S * 1000) + HOLD_RELEASE_MS)
         deadline = time.time() + HOLD_WAIT_S
         n = self.in_flight()
         while n < HOLD_COPIES and time.time() < deadline:
             time.sleep(0.02)
             n = self.in_flight()
-        self.sb.swcopy("hold", ENGINE, HOLD_RELEASE_MS)
+        for engine in self.engines:
+            self.sb.swcopy("hold", engine, HOLD_RELEASE_MS)
         return n
 
     def trace(self, text):
@@ -301,43 +333,60 @@ class Soak(object):
             time.sleep(0.1)
 
     def engine_event(self, name):
-        """Takes the engine out of service on purpose, then brings it back
+        """Takes an engine out of service on purpose, then brings it back
         (netdev-dpdk/dmadev-enable) once the queues behind it are reset."""
         sb = self.sb
-        out = "dmadev %s taken out of service" % ENGINE
-        before = self.sb.log_count(out)
+        engine = self.deal("engine", self.engines)
+        out = "dmadev %s taken out of service" % engine
+        before = sb.log_count(out)
+        others = {e: sb.log_count("dmadev %s taken out of service" % e)
+                  for e in self.engines if e != engine}
         abandoned = sum(sb.abandoned().values())
         freed = (sum(sb.abandoned_freed().values())
                  + parse.rx_mbufs_freed(sb.appctl("netdev-dpdk/dmadev-show")))
         if name == "engine-fail":
-            sb.swcopy("fail", ENGINE, 1)
+            sb.swcopy("fail", engine, 1)
+        elif name == "engine-wedge":
+            self.wedge(engine)
         else:
             if name == "engine-stall":
                 sb.vsctl("set", "Open_vSwitch", ".",
                          "other_config:dma-stall-timeout=300")
-            sb.swcopy("hold", ENGINE)
+            sb.swcopy("hold", engine)
             deadline = time.time() + HOLD_WAIT_S
             while self.in_flight() < HOLD_COPIES and time.time() < deadline:
                 time.sleep(0.02)
             if not self.in_flight():
-                raise SandboxError("soak: %s: no copy in flight with the "
-                                   "engine held for %.0f s (Tx %s, Rx %s)"
-                                   % (name, HOLD_WAIT_S, self.mode,
+                raise SandboxError("soak: %s: no copy in flight with %s "
+                                   "held for %.0f s (Tx %s, Rx %s)"
+                                   % (name, engine, HOLD_WAIT_S, self.mode,
                                       self.rx_mode))
             if name == "engine-abandoned":
                 self.end_traffic(kill=True)
-        self.wait(lambda: self.sb.log_count(out) > before, 15,
-                  lambda: "%s: the engine did not go out of service "
+        self.wait(lambda: sb.log_count(out) > before, 15,
+                  lambda: "%s: %s did not go out of service "
                   "(Tx %s, Rx %s, %d copies in flight)"
-                  % (name, self.mode, self.rx_mode, self.in_flight()))
-        sb.swcopy("release", ENGINE)
+                  % (name, engine, self.mode, self.rx_mode,
+                     self.in_flight()))
+        sb.swcopy("release", engine)
+        if name == "engine-wedge":
+            self.wait(lambda: self.v1_resets() > self.resets_before, 15,
+                      lambda: "engine-wedge: v1 was never reset: %s"
+                      % sb.appctl("netdev-dpdk/vhost-copy-mode-get", "v1"))
+            sb.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:vhost-copy-auto-threshold=64")
+            for other, n in others.items():
+                if sb.log_count("dmadev %s taken out of service" % other) > n:
+                    raise SandboxError("engine-wedge: %s, which completed "
+                                       "all it had, went out of service "
+                                       "too" % other)
         sb.vsctl("set", "Open_vSwitch", ".",
                  "other_config:dma-stall-timeout=60000")
 
         def enabled():
-            r = sb.appctl_result("netdev-dpdk/dmadev-enable", ENGINE)
+            r = sb.appctl_result("netdev-dpdk/dmadev-enable", engine)
             return r.returncode == 0
-        self.wait(enabled, 30, "dmadev-enable did not succeed")
+        self.wait(enabled, 30, "dmadev-enable %s did not succeed" % engine)
         self.summary["engine_restarts"] += 1
         self.summary["abandoned_on_purpose"] += (
             sum(sb.abandoned().values()) - abandoned)
@@ -347,6 +396,38 @@ class Soak(object):
             - freed)
         if name == "engine-abandoned":
             self.start_traffic()
+
+    def v1_resets(self):
+        return sum(int(n) for n in re.findall(
+            r"resets for a failed DMA engine: (\d+)",
+            self.sb.appctl("netdev-dpdk/vhost-copy-mode-get", "v1")))
+
+    def wedge(self, engine):
+        """The multi-engine wedge: 'engine' holds copies of v1's only Tx
+        queue, which both PMDs fill in auto; the queue leaves DMA (the
+        threshold goes up), then 'engine' fails a copy, so the other
+        engine's copies behind its own never retire."""
+        sb = self.sb
+        self.resets_before = self.v1_resets()
+
+        def v1_inflight():
+            return sum(sb.txq_inflight().get("v1", {}).values())
+        sb.swcopy("hold", engine)
+        deadline = time.time() + HOLD_WAIT_S
+        while v1_inflight() < 16 and time.time() < deadline:
+            time.sleep(0.02)
+        if not v1_inflight():
+            raise SandboxError("soak: engine-wedge: no copy of v1 in flight "
+                               "with %s held for %.0f s"
+                               % (engine, HOLD_WAIT_S))
+        leaving = sb.coverage("vhost_async_auto_leaving")
+        sb.vsctl("set", "Open_vSwitch", ".",
+                 "other_config:vhost-copy-auto-threshold=4096")
+        self.wait(lambda: sb.coverage("vhost_async_auto_leaving") > leaving,
+                  10, "engine-wedge: v1's queue did not leave DMA")
+        # The first copy that it executes fails.
+        sb.swcopy("fail", engine, 1)
+        sb.swcopy("release", engine)
 
     def event(self, name):
         sb = self.sb
@@ -404,7 +485,10 @@ class Soak(object):
         mode = self.deal("mode", MODES)
         rx_mode = self.deal("rx_mode", RX_MODES)
         name = self.deal("event", self.events)
-        if (name in ENGINE_EVENTS and mode not in FIXED_ASYNC_MODES
+        if name == "engine-wedge":
+            # The wedge is that of a queue that auto moves off DMA.
+            mode = "auto"
+        elif (name in ENGINE_EVENTS and mode not in FIXED_ASYNC_MODES
                 and rx_mode != "dma"):
             # Only a fixed DMA mode is sure to give the engine copies to
             # hold or fail: "cpu" gives it none, and "auto" may be on the
@@ -447,11 +531,21 @@ class Soak(object):
                 self.cycle()
                 if (i + 1) % self.checkpoint == 0 or i + 1 == self.cycles:
                     self.checkpoint_now()
+        except Exception:
+            # Where the switch is, before anything else asks it for
+            # something: a call that timed out may have found its main
+            # thread blocked, which the next call could end.
+            if self.sb and self.sb.vswitchd_alive():
+                self.trace("failed: thread stacks in failure.stacks")
+                self.sb.thread_stacks("failure.stacks")
+            raise
         finally:
-            try:
-                self.sb.appctl_result("dma-swcopy/release", ENGINE)
-            except (SandboxError, subprocess.SubprocessError, AttributeError):
-                pass
+            for engine in self.engines:
+                try:
+                    self.sb.appctl_result("dma-swcopy/release", engine)
+                except (SandboxError, subprocess.SubprocessError,
+                        AttributeError):
+                    pass
             self.summary["elapsed_s"] = round(time.time() - start)
         self.summary["events"] = dict(self.summary["events"])
         self.summary["modes"] = dict(self.summary["modes"])
