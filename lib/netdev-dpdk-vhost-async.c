@@ -46,6 +46,7 @@
 #include "ovs-fork-testing.h"
 #include "ovs-thread.h"
 #include "smap.h"
+#include "sset.h"
 #include "timeval.h"
 #include "unixctl.h"
 #include "util.h"
@@ -55,6 +56,7 @@ VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 COVERAGE_DEFINE(vhost_async_tx_contention);
 COVERAGE_DEFINE(vhost_async_tx_deferred);
 COVERAGE_DEFINE(vhost_async_auto_leaving);
+COVERAGE_DEFINE(vhost_async_logging_started);
 COVERAGE_DEFINE(vhost_async_tx_no_list);
 COVERAGE_DEFINE(vhost_async_lock_wait_drop);
 COVERAGE_DEFINE(vhost_async_swept);
@@ -434,6 +436,15 @@ struct vhost_async {
                                      * registered without ASYNC_COPY, which
                                      * dirty page logging needs.  Under
                                      * async_mutex. */
+    atomic_bool logging;            /* The guest's QEMU turned dirty page
+                                     * logging on (live migration): the
+                                     * async channels are off, and both
+                                     * directions copy on the CPU, which
+                                     * logs what it writes (see
+                                     * logging_start()). */
+    atomic_bool relog_reset;        /* A reset asked for a connection that
+                                     * lacks vhost's own datapath (see
+                                     * 'stale_sockets'). */
 
     /* Serializes the life-cycle paths that clear queues and touch the
      * rings: reconfigure (main thread) and destroy_device (vhost's thread
@@ -457,6 +468,8 @@ struct vhost_async {
                                      * port's Rx queues do (sweep_port()). */
     bool refused_logged[N_DIRS];
     bool *channel;                  /* Per vring: async channel registered. */
+    char *vhost_id;                 /* Its socket's path, once registered.
+                                     * Under async_mutex. */
 
     struct vhost_async_stats stats;
     struct vhost_rx *rx;            /* Rx queues' copies. */
@@ -499,6 +512,24 @@ static long long int mem_table_deadline[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
 static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
     OVS_GUARDED_BY(vid_mutex);
+/* The vhost-user sockets whose features rte_vhost_driver_set_features()
+ * changed, so that vhost accepts dirty page logging (see
+ * accept_log_all()), since they were last registered.  That call also takes
+ * vhost's own virtio-net datapath away from the socket's later
+ * connections: the first of them has the socket registered again (see
+ * vhost_async_new_connection()). */
+static struct sset stale_sockets OVS_GUARDED_BY(vid_mutex)
+    = SSET_INITIALIZER(&stale_sockets);
+
+/* Forgets that 'path''s socket lost vhost's datapath: it is registered
+ * anew. */
+static void
+forget_stale_socket(const char *path)
+{
+    ovs_mutex_lock(&vid_mutex);
+    sset_find_and_delete(&stale_sockets, path);
+    ovs_mutex_unlock(&vid_mutex);
+}
 
 /* Per PMD thread counters, printed by "pmd-stats-show" and "pmd-perf-show"
  * (dp_defer_counter_register()).  There is no "in flight" per thread: a
@@ -601,6 +632,22 @@ get_vid(const struct vhost_async *async)
 
     atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->vid, &vid);
     return vid;
+}
+
+/* Whether dirty page logging is on (see logging_start()).  The data path
+ * reads it after the vring's 'channel', in that order (the compiler
+ * barrier, and x86, which does not reorder loads with loads): a sender
+ * that finds a channel that the main thread registered while
+ * logging_start() ran finds logging on. */
+static inline bool
+logging_on(const struct vhost_async *async)
+{
+    bool logging;
+
+    rte_compiler_barrier();
+    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->logging,
+                        &logging);
+    return logging;
 }
 
 /* The mode of 'dir' that the configuration asks for: the appctl override,
@@ -935,6 +982,7 @@ vhost_async_destroy(struct vhost_async *async)
         free(async->req[d].option_value);
     }
     vhost_rx_destroy(async->rx);
+    free(async->vhost_id);
     free(async->name);
     free(async);
 }
@@ -1001,10 +1049,23 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
                             uint64_t driver_flags)
 {
     const char *why = NULL;
-    bool reset;
+    bool reset, relog;
 
     reset = atomic_exchange(&async->reset_requested, false);
+    relog = atomic_exchange(&async->relog_reset, false);
+    if (vhost_id) {
+        ovs_mutex_lock(&async_mutex);
+        if (!async->vhost_id || strcmp(async->vhost_id, vhost_id)) {
+            free(async->vhost_id);
+            async->vhost_id = xstrdup(vhost_id);
+        }
+        ovs_mutex_unlock(&async_mutex);
+    }
     if (!vhost_id || !(driver_flags & RTE_VHOST_USER_CLIENT)) {
+        if (vhost_id) {
+            /* Registered next, anew. */
+            forget_stale_socket(vhost_id);
+        }
         return false;
     }
     if (reset && get_vid(async) < 0) {
@@ -1023,6 +1084,8 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
         why = "to reset the device, whose copies on a DMA engine out of "
               "service can never complete";
         vhost_stat_add(&async->stats.resets, 1);
+    } else if (relog) {
+        why = "so that its connection gets vhost's datapath back";
     } else if (!(driver_flags & RTE_VHOST_USER_ASYNC_COPY)
                && !async_refused()) {
         bool wants;
@@ -1048,6 +1111,7 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
         VLOG_INFO("%s: registering vhost-user socket %s again %s; the guest "
                   "sees its link go down and up again", async->name,
                   vhost_id, why);
+        forget_stale_socket(vhost_id);
     }
     return why != NULL;
 }
@@ -1711,8 +1775,11 @@ cpu_mode_send(struct vhost_async *async, int vid, int qid,
 static int16_t
 txq_engine(const struct vhost_async *async, int qid)
 {
-    return (OVS_LIKELY(async->channel[TXQ_VRING(qid)])
-            ? netdev_dpdk_dma_get() : -1);
+    if (OVS_UNLIKELY(!async->channel[TXQ_VRING(qid)])
+        || OVS_UNLIKELY(logging_on(async))) {
+        return -1;
+    }
+    return netdev_dpdk_dma_get();
 }
 
 /* Submits 'cnt' packets of Tx queue 'qid' to dmadev 'dma'.  Returns the
@@ -2480,9 +2547,11 @@ vhost_async_dequeue(struct vhost_async *async, int vid, int qid,
 
     if (OVS_UNLIKELY(mode != VHOST_RX_CPU)
         && OVS_UNLIKELY(get_vid(async) != vid || qid >= MAX_TXQ
-                        || !async->channel[RXQ_VRING(qid)])) {
+                        || !async->channel[RXQ_VRING(qid)]
+                        || logging_on(async))) {
         /* A new device whose async channels are not registered yet (or a
-         * device going away): nothing of it is in flight. */
+         * device going away), or dirty page logging: nothing of it is in
+         * flight. */
         mode = VHOST_RX_CPU;
     }
     n = vhost_rx_dequeue(async->rx, mode, vid, qid, mp, pkts, count);
@@ -2514,7 +2583,8 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
     for (int vr = 0; vr < n_vrings && vr < MAX_VRINGS; vr++) {
         int err;
 
-        if (!vring_in(vr, dirs_mask) || async->channel[vr] == on) {
+        if (!vring_in(vr, dirs_mask) || async->channel[vr] == on
+            || (on && logging_on(async))) {
             continue;
         }
         if (on) {
@@ -2537,6 +2607,11 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
             VLOG_ERR("%s: could not %sregister the async channel of vring "
                      "%d", async->name, on ? "" : "un", vr);
             ok = false;
+        } else if (on && !locked && logging_on(async)) {
+            /* Dirty page logging began while this thread (not vhost's)
+             * registered it: logging_start() did not see it, and no
+             * sender may copy with it. */
+            rte_vhost_async_channel_unregister(vid, vr);
         } else {
             async->channel[vr] = on;
         }
@@ -2545,8 +2620,12 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
 }
 
 /* vhost-user messages, as the protocol numbers and lays them out: the
- * header, then (for SET_VRING_ENABLE) the vring state. */
+ * header, then (for SET_VRING_ENABLE) the vring state, or (for
+ * GET_FEATURES and SET_FEATURES) a 64-bit value, unaligned. */
+#define VHOST_USER_GET_FEATURES 1
+#define VHOST_USER_SET_FEATURES 2
 #define VHOST_USER_SET_MEM_TABLE 5
+#define VHOST_USER_SET_LOG_BASE 6
 #define VHOST_USER_SET_VRING_ENABLE 18
 #define VHOST_USER_NEED_REPLY (1u << 3)     /* In 'flags'. */
 struct vhost_user_vring_state_msg {
@@ -2556,10 +2635,160 @@ struct vhost_user_vring_state_msg {
     uint32_t index;             /* The vring. */
     uint32_t num;               /* 1: enable, 0: disable. */
 };
+#define VHOST_USER_PAYLOAD offsetof(struct vhost_user_vring_state_msg, index)
+#define LOG_ALL (UINT64_C(1) << VHOST_F_LOG_ALL)
+
+static uint64_t
+msg_u64(const void *msg)
+{
+    uint64_t value;
+
+    memcpy(&value, (const char *) msg + VHOST_USER_PAYLOAD, sizeof value);
+    return value;
+}
+
+/* ---- Dirty page logging (live migration) ---------------------------------
+ *
+ * vhost logs the guest memory that its CPU paths write (enqueue, dequeue,
+ * used rings) when the guest's QEMU turns VHOST_F_LOG_ALL on, and logs
+ * nothing that its async paths write.  So it withdraws VHOST_F_LOG_ALL
+ * from a socket registered for async copies, and QEMU then refuses to
+ * migrate the guest.  Here the port offers it all the same, and when
+ * QEMU turns logging on (SET_LOG_BASE, then SET_FEATURES with
+ * VHOST_F_LOG_ALL), it finishes the copies in flight and takes its async
+ * channels down before vhost handles the message, so that every later
+ * write is the CPU's, logged; when logging ends (SET_FEATURES without it:
+ * the migration was cancelled or failed), it brings the channels back.
+ * No re-registration, no link flap.  vhost handles both messages with
+ * every queue lock of the device held, so no copy is submitted or polled
+ * meanwhile, and a submit into a vring without a channel fails without
+ * copying. */
+
+/* The features of the vhost-user socket of 'vid', and its path, or false
+ * if vhost does not know them. */
+static bool
+socket_features(int vid, char *path, size_t size, uint64_t *features)
+{
+    return (!rte_vhost_get_ifname(vid, path, size)
+            && !rte_vhost_driver_get_features(path, features));
+}
+
+/* GET_FEATURES: answers, in 'msg', with the socket's features plus
+ * VHOST_F_LOG_ALL, if vhost withdrew it (a socket registered for async
+ * copies).  QEMU reads them when it connects, and blocks the migration of
+ * a guest whose backend lacks it.  Returns true if it answered. */
+static bool
+offer_log_all(int vid, void *msg)
+{
+    struct vhost_user_vring_state_msg *hdr = msg;
+    uint64_t features;
+    char path[PATH_MAX];
+
+    if (!socket_features(vid, path, sizeof path, &features)
+        || features & LOG_ALL) {
+        return false;
+    }
+    features |= LOG_ALL;
+    memcpy((char *) msg + VHOST_USER_PAYLOAD, &features, sizeof features);
+    hdr->size = sizeof features;
+    return true;
+}
+
+/* SET_FEATURES with VHOST_F_LOG_ALL: vhost accepts only features of the
+ * socket, so the socket gets it back.  rte_vhost_driver_set_features()
+ * also takes vhost's own virtio-net datapath away from the socket's later
+ * connections (not from this one): see 'stale_sockets'.  Not under
+ * vid_mutex: vhost takes its global lock here, and holds it while it
+ * destroys a device (rte_vhost_driver_unregister()), whose callback takes
+ * vid_mutex. */
+static void
+accept_log_all(int vid)
+{
+    uint64_t features;
+    char path[PATH_MAX];
+    int err;
+
+    if (!socket_features(vid, path, sizeof path, &features)
+        || features & LOG_ALL) {
+        return;
+    }
+    err = rte_vhost_driver_set_features(path, features | LOG_ALL);
+    if (err) {
+        VLOG_ERR("%s: cannot accept dirty page logging for live "
+                 "migration: vhost refused the features", path);
+        return;
+    }
+    ovs_mutex_lock(&vid_mutex);
+    sset_add(&stale_sockets, path);
+    ovs_mutex_unlock(&vid_mutex);
+}
+
+/* The Tx and Rx directions whose copy modes want async channels. */
+static unsigned int
+dirs_wanting_dma(const struct vhost_async *async)
+{
+    return ((mode_of(async)->dma ? DIR_BIT(DIR_TX) : 0)
+            | (vhost_rx_mode_dma(get_rx_mode(async)) ? DIR_BIT(DIR_RX) : 0));
+}
+
+/* Dirty page logging begins on device 'vid' of 'async' ('why': the
+ * message).  Called before vhost handles the message, with every queue
+ * lock of the device held.  Senders see logging on from now (or find the
+ * channel gone), the copies in flight are finished (or their engines
+ * fenced), and the channels are unregistered, so that vhost's CPU paths,
+ * which log, write everything from now on. */
+static void
+logging_start(struct vhost_async *async, int vid, const char *why)
+    OVS_REQUIRES(vid_mutex)
+{
+    long long int deadline = time_msec() + DRAIN_TIMEOUT_MS;
+    int inflight = 0, left = 0;
+
+    if (logging_on(async)) {
+        return;
+    }
+    atomic_store(&async->logging, true);
+    for (int vr = 0; vr < MAX_VRINGS; vr++) {
+        if (async->channel[vr]) {
+            inflight += MAX(vq_inflight(async, vid, vr, true), 0);
+            left += clear_vq_fenced(async, vid, vr, true, deadline, why,
+                                    NULL);
+        }
+    }
+    set_channels(async, vid, BOTH_DIRS, false, true);
+    COVERAGE_INC(vhost_async_logging_started);
+    VLOG_INFO("%s: dirty page logging for live migration (%s): %d copies "
+              "in flight finished; copying on the CPU, which logs what it "
+              "writes, until logging ends", async->name, why,
+              inflight - left);
+    if (left) {
+        VLOG_ERR("%s: %d copies that their engine did not finish stay in "
+                 "flight: their vrings copy nothing until they are reset",
+                 async->name, left);
+    }
+}
+
+/* Dirty page logging ends (SET_FEATURES without VHOST_F_LOG_ALL): the
+ * port's copy modes get their channels back.  With every queue lock of
+ * the device held. */
+static void
+logging_stop(struct vhost_async *async, int vid)
+    OVS_REQUIRES(vid_mutex)
+{
+    if (!logging_on(async)) {
+        return;
+    }
+    atomic_store(&async->logging, false);
+    set_channels(async, vid, dirs_wanting_dma(async), true, true);
+    VLOG_INFO("%s: dirty page logging ended: copying in its copy modes "
+              "again", async->name);
+}
 
 /* Runs in vhost's message thread before vhost handles each message of a
- * running device, with the device's queue locks held for the messages
- * that change vrings.  It marks the span of a SET_MEM_TABLE (see
+ * connection, from its first, with the device's queue locks held for the
+ * messages that change vrings.  It offers and follows dirty page logging
+ * (GET_FEATURES, SET_LOG_BASE, SET_FEATURES: see "Dirty page logging"
+ * above), marks the span of a SET_MEM_TABLE (see
  * vhost_async_vring_state_changed()), and it handles the guest's
  * SET_VRING_ENABLE of a guest Rx vring with copies in flight, as
  * Linux's virtio-net sends them when it changes its queue count
@@ -2587,16 +2816,27 @@ struct vhost_user_vring_state_msg {
  *   client port connects again, and QEMU reconnects to a server port
  *   with its "reconnect" option. */
 enum vhost_async_msg_verdict
-vhost_async_pre_message(int vid, const void *msg_)
+vhost_async_pre_message(int vid, void *msg_)
 {
     const struct vhost_user_vring_state_msg *msg = msg_;
     bool enable_msg = msg->request == VHOST_USER_SET_VRING_ENABLE;
     uint32_t vring = enable_msg ? msg->index : UINT32_MAX;
     enum vhost_async_msg_verdict verdict = VHOST_ASYNC_MSG_PASS;
+    bool log_all = false;
     struct vhost_async *async;
 
     if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
         return VHOST_ASYNC_MSG_PASS;
+    }
+    if (msg->request == VHOST_USER_GET_FEATURES) {
+        return (offer_log_all(vid, msg_) ? VHOST_ASYNC_MSG_REPLY
+                : VHOST_ASYNC_MSG_PASS);
+    } else if (msg->request == VHOST_USER_SET_FEATURES
+               && msg->size >= sizeof(uint64_t)) {
+        log_all = msg_u64(msg_) & LOG_ALL;
+        if (log_all) {
+            accept_log_all(vid);
+        }
     }
     ovs_mutex_lock(&vid_mutex);
     in_mem_table[vid] = msg->request == VHOST_USER_SET_MEM_TABLE;
@@ -2606,6 +2846,13 @@ vhost_async_pre_message(int vid, const void *msg_)
         mem_table_deadline[vid] = time_msec() + DRAIN_TIMEOUT_MS;
     }
     async = vid_map[vid];
+    if (async && (msg->request == VHOST_USER_SET_LOG_BASE || log_all)) {
+        logging_start(async, vid, msg->request == VHOST_USER_SET_LOG_BASE
+                      ? "the guest's QEMU set its log base"
+                      : "the guest's QEMU turned VHOST_F_LOG_ALL on");
+    } else if (async && msg->request == VHOST_USER_SET_FEATURES) {
+        logging_stop(async, vid);
+    }
     if (enable_msg && vring < MAX_VRINGS
         && async && async->channel[vring]
         && vq_inflight(async, vid, vring, true) > 0) {
@@ -2650,6 +2897,8 @@ vhost_async_pre_msg(int vid, void *msg_)
     switch (vhost_async_pre_message(vid, msg)) {
     case VHOST_ASYNC_MSG_DONE:
         return RTE_VHOST_MSG_RESULT_OK;
+    case VHOST_ASYNC_MSG_REPLY:
+        return RTE_VHOST_MSG_RESULT_REPLY;
     case VHOST_ASYNC_MSG_CLOSE:
         /* vhost closes the connection after a failed message only if it
          * owes the guest no reply. */
@@ -2665,6 +2914,52 @@ static const struct rte_vhost_user_extern_ops vhost_async_extern_ops = {
     .pre_msg_handle = vhost_async_pre_msg,
 };
 
+/* A vhost-user connection, before its first message: the pre-message
+ * handler watches it from its first GET_FEATURES on. */
+int
+vhost_async_new_connection(int vid)
+{
+    struct vhost_async *async;
+    char path[PATH_MAX];
+    bool stale;
+
+    if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE) {
+        return 0;
+    }
+    if (rte_vhost_extern_callback_register(vid, &vhost_async_extern_ops,
+                                           NULL)) {
+        VLOG_WARN("cannot watch the vhost-user messages of device %d: its "
+                  "guest cannot be live-migrated while it copies with DMA, "
+                  "and a guest that enables a vring with copies in flight "
+                  "would lose its connection", vid);
+    }
+    if (rte_vhost_get_ifname(vid, path, sizeof path)) {
+        return 0;
+    }
+    ovs_mutex_lock(&vid_mutex);
+    stale = sset_contains(&stale_sockets, path);
+    ovs_mutex_unlock(&vid_mutex);
+    if (!stale) {
+        return 0;
+    }
+    /* vhost's datapath is not there for this connection: nothing could
+     * cross it.  The socket is registered again, before the guest's
+     * device starts. */
+    ovs_mutex_lock(&async_mutex);
+    LIST_FOR_EACH (async, node, &all_ports) {
+        if (async->vhost_id && !strcmp(async->vhost_id, path)) {
+            VLOG_WARN("%s: dirty page logging for a live migration changed "
+                      "the features of its vhost-user socket, which took "
+                      "vhost's datapath away from its later connections: "
+                      "registering it again", async->name);
+            atomic_store(&async->relog_reset, true);
+            netdev_request_reconfigure(async->netdev);
+        }
+    }
+    ovs_mutex_unlock(&async_mutex);
+    return 0;
+}
+
 void
 vhost_async_new_device(struct vhost_async *async, int vid)
 {
@@ -2675,18 +2970,10 @@ vhost_async_new_device(struct vhost_async *async, int vid)
     vid_map[vid] = async;
     ovs_mutex_unlock(&vid_mutex);
 
-    if (rte_vhost_extern_callback_register(vid, &vhost_async_extern_ops,
-                                           NULL)) {
-        VLOG_WARN("%s: cannot watch vhost-user messages of device %d: a "
-                  "guest that enables a vring with copies in flight would "
-                  "lose its connection", async->name, vid);
-    }
+    atomic_store(&async->logging, false);
 
     memset(async->channel, 0, MAX_VRINGS * sizeof *async->channel);
-    if (!set_channels(async, vid,
-                      ((mode_of(async)->dma ? DIR_BIT(DIR_TX) : 0)
-                       | (vhost_rx_mode_dma(get_rx_mode(async))
-                          ? DIR_BIT(DIR_RX) : 0)), true, false)) {
+    if (!set_channels(async, vid, dirs_wanting_dma(async), true, false)) {
         /* vhost keeps a vring's async state across a device reset (the
          * guest rebooted) for as long as copies of it are in flight, and
          * copies abandoned on an engine out of service stay in flight for
@@ -2768,6 +3055,7 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
         set_channels(async, vid, BOTH_DIRS, false, false);
     }
     memset(async->channel, 0, MAX_VRINGS * sizeof *async->channel);
+    atomic_store(&async->logging, false);
     ovs_mutex_unlock(&async->lc_mutex);
 
     ovs_mutex_lock(&vid_mutex);
@@ -3271,9 +3559,11 @@ migration_state(const struct vhost_async *async)
         return (async->migrating
                 ? "being prepared (its socket is registered again without "
                   "async copies)"
-                : "blocked: its socket is registered for async copies, "
-                  "which log no dirty pages "
-                  "(netdev-dpdk/vhost-migrate-prepare)");
+                : logging_on(async)
+                ? "in progress: dirty page logging is on, copies on the "
+                  "CPU until it ends"
+                : "possible: while QEMU logs dirty pages, the port copies "
+                  "on the CPU");
     } else if (async->migrating) {
         return (get_vid(async) >= 0
                 ? "ready (prepared; guest connected)"

@@ -58,6 +58,7 @@ bool vhost_async_must_reregister(struct vhost_async *, const char *vhost_id,
 void vhost_async_reconfigure(struct vhost_async *, int vid, int n_txq);
 
 /* vhost callbacks. */
+int vhost_async_new_connection(int vid);
 void vhost_async_new_device(struct vhost_async *, int vid);
 void vhost_async_device_gone(struct vhost_async *);
 /* vhost_async_destroy_device() with a NULL port looks the device up by
@@ -69,16 +70,17 @@ void vhost_async_destroy_device(struct vhost_async *, int vid);
 bool vhost_async_vring_state_changed(int vid, uint16_t vring, int enable);
 
 /* vhost's pre-message handler of a connection, registered by
- * vhost_async_new_device() for as long as the connection lasts: 'msg' is
- * the vhost-user message that vhost is about to handle. */
+ * vhost_async_new_connection() for as long as the connection lasts: 'msg'
+ * is the vhost-user message that vhost is about to handle. */
 enum vhost_async_msg_verdict {
     VHOST_ASYNC_MSG_PASS,       /* vhost handles the message. */
     VHOST_ASYNC_MSG_DONE,       /* vhost must not handle it: it would
                                  * change nothing and fail. */
     VHOST_ASYNC_MSG_CLOSE,      /* vhost must close the connection. */
+    VHOST_ASYNC_MSG_REPLY,      /* vhost must send 'msg', which now holds
+                                 * the reply, and not handle it. */
 };
-enum vhost_async_msg_verdict vhost_async_pre_message(int vid,
-                                                     const void *msg);
+enum vhost_async_msg_verdict vhost_async_pre_message(int vid, void *msg);
 
 /* Datapath.  vhost_async_active() says whether the send path must go
  * through vhost_async_send() instead of rte_vhost_enqueue_burst(). */

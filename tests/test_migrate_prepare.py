@@ -12,13 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Preparing an async port for live migration: QEMU migrates a guest only
-if its vhost-user port offers dirty page logging, which vhost withdraws
-from a socket registered for async copies.  netdev-dpdk/vhost-migrate-
-prepare puts the port's copies on the CPU and registers its socket again
-without them (the guest reconnects); vhost-migrate-done restores the copy
-modes.  vhost-copy-mode-get says whether the port can migrate now.  (The
-migration of a QEMU guest itself is not in this file.)"""
+"""Preparing an async port for live migration, an optional step: an async
+port offers dirty page logging and copies on the CPU while QEMU logs
+(tests/test_vm_migrate.py).  netdev-dpdk/vhost-migrate-prepare moves the
+port's copies to the CPU ahead of time and registers its socket again
+without async copies (the guest reconnects); vhost-migrate-done restores
+the copy modes.  vhost-copy-mode-get says how the port can migrate now.
+(The migration of a QEMU guest itself is not in this file.)"""
 
 import signal
 import time
@@ -31,8 +31,9 @@ def test_migrate_prepare_and_done(sandbox_factory):
     sb = sandbox_factory(ports=2, dma=1, dma_driver="dma_swcopy")
     sb.set_copy_mode("defer")
     sb.set_rx_copy_mode("dma")
-    assert sb.migration_line("v0").startswith("blocked: its socket is "
-                                               "registered for async copies")
+    assert sb.migration_line("v0").startswith("possible: while QEMU logs "
+                                               "dirty pages, the port "
+                                               "copies on the CPU")
 
     guest_args = ([("v0", "gen+sink"), ("v1", "loop")],
                   ["--size", 512, "--duration", 30, "--wait-link", 30])
@@ -65,7 +66,7 @@ def test_migrate_prepare_and_done(sandbox_factory):
     assert "(from netdev-dpdk/vhost-migrate-prepare)" in out, out
     # The other port is untouched.
     assert sb.copy_mode("v1") == "defer" and sb.rx_copy_mode("v1") == "dma"
-    assert sb.migration_line("v1").startswith("blocked")
+    assert sb.migration_line("v1").startswith("possible: while QEMU")
     res = g.wait(timeout=90)
     assert res["corrupted"] == 0 and res["duplicates"] == 0, res
 
@@ -86,7 +87,7 @@ def test_migrate_prepare_and_done(sandbox_factory):
                and sb.rx_copy_mode("v0") == "dma", 30,
                lambda: sb.appctl("netdev-dpdk/vhost-copy-mode-get"),
                interval=0.2)
-    assert sb.migration_line("v0").startswith("blocked")
+    assert sb.migration_line("v0").startswith("possible: while QEMU")
     assert sb.log_count("v0: registering vhost-user socket") \
         == registered + 2
     sb.appctl("dpif-netdev/pmd-stats-clear")
