@@ -169,6 +169,18 @@ def test_slow_engine_finished_by_the_fence(swcopy_sandbox, mode):
     check_recovered_after_abandon(sb, {}, mode)
 
 
+def rx_dma_traffic(swcopy_sandbox):
+    """A sandbox in Tx cpu and Rx dma, its mempools' baseline, a guest
+    sending, and the main thread watched."""
+    sb = swcopy_sandbox("cpu")
+    sb.set_rx_copy_mode("dma")
+    base = baseline(sb)
+    g = start_traffic(sb)
+    probe = Responsiveness(sb)
+    probe.start()
+    return sb, base, g, probe
+
+
 def rx_mbufs_kept(sb):
     """The mbufs of abandoned copies that vhost kept, as the switch logged
     them (those of Rx copies: vhost allocated them)."""
@@ -184,12 +196,7 @@ def test_rx_mbufs_back_after_abandon(swcopy_sandbox):
     worth per engine failure.  Once the engine is brought back
     (dmadev-enable), every mbuf is back in its mempool, and the switch
     says how many it freed."""
-    sb = swcopy_sandbox("cpu")
-    sb.set_rx_copy_mode("dma")
-    base = baseline(sb)
-    g = start_traffic(sb)
-    probe = Responsiveness(sb)
-    probe.start()
+    sb, base, g, probe = rx_dma_traffic(swcopy_sandbox)
     held = hold_copies(sb, count=rx_inflight_total)
     g.stop(sig=signal.SIGKILL)
     wait_until(lambda: sb.log_count("DMA copies abandoned"), 20,
@@ -377,12 +384,7 @@ def test_rx_engine_error(swcopy_sandbox):
     guest could never send again), its copies abandoned and counted, and
     the port must carry verified traffic again, its Rx copied on the
     CPU."""
-    sb = swcopy_sandbox("cpu")
-    sb.set_rx_copy_mode("dma")
-    base = baseline(sb)
-    g = start_traffic(sb)
-    probe = Responsiveness(sb)
-    probe.start()
+    sb, base, g, probe = rx_dma_traffic(swcopy_sandbox)
     sb.swcopy("fail", ENGINE, 1)
 
     def resets():

@@ -486,8 +486,10 @@ class Soak(object):
         rx_mode = self.deal("rx_mode", RX_MODES)
         name = self.deal("event", self.events)
         if name == "engine-wedge":
-            # The wedge is that of a queue that auto moves off DMA.
-            mode = "auto"
+            # The wedge is that of a Tx queue that auto moves off DMA, fed
+            # by both PMDs: with Rx on the CPU, a held engine does not
+            # also stop the guest's packets that PMD receives.
+            mode, rx_mode = "auto", "cpu"
         elif (name in ENGINE_EVENTS and mode not in FIXED_ASYNC_MODES
                 and rx_mode != "dma"):
             # Only a fixed DMA mode is sure to give the engine copies to
