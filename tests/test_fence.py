@@ -36,7 +36,7 @@ import time
 import pytest
 
 from conftest import shared_txq_sandbox
-from ovs_async import traffic
+from ovs_async import parse, traffic
 from ovs_async.wait import wait_until
 from ovs_async.watch import Responsiveness
 
@@ -388,9 +388,7 @@ def test_rx_engine_error(swcopy_sandbox):
     sb.swcopy("fail", ENGINE, 1)
 
     def resets():
-        out = sb.appctl("netdev-dpdk/vhost-copy-mode-get")
-        return sum(int(n) for n in re.findall(
-            r"resets for a failed DMA engine: (\d+)", out))
+        return parse.resets(sb.appctl("netdev-dpdk/vhost-copy-mode-get"))
     wait_until(lambda: sb.log_count("copies in flight on a DMA engine out "
                                  "of service") and resets(), 20,
                lambda: (sb.appctl("netdev-dpdk/vhost-copy-mode-get"),

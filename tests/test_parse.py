@@ -164,6 +164,14 @@ def test_rx_mbufs_freed():
                                           "dma_swcopy2"]
 
 
+def test_resets():
+    """The connections reset for a failed engine, over every port."""
+    assert parse.resets(MODE_GET) == 0
+    assert parse.resets("v0: defer\n  resets for a failed DMA engine: 2\n"
+                        "v1: cpu\n  resets for a failed DMA engine: 1\n") \
+        == 3
+
+
 def test_abandoned_and_freed():
     """The copies abandoned of each port, and how many of their mbufs the
     switch freed (0 for a port with none)."""

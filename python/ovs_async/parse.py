@@ -293,3 +293,10 @@ def rx_mbufs_freed(text):
     return sum(int(n) for n in re.findall(
         r"^  copies lost by restarts: \d+ \(mbufs of Rx copies freed: "
         r"(\d+)\)$", text, re.M))
+
+
+def resets(text):
+    """The vhost-user connections reset for a failed DMA engine, summed
+    over the ports of vhost-copy-mode-get."""
+    return sum(int(n) for n in re.findall(
+        r"resets for a failed DMA engine: (\d+)", text))

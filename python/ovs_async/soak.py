@@ -45,7 +45,6 @@ reset v1, and B must stay in service."""
 import collections
 import os
 import random
-import re
 import signal
 import subprocess
 import time
@@ -398,9 +397,8 @@ class Soak(object):
             self.start_traffic()
 
     def v1_resets(self):
-        return sum(int(n) for n in re.findall(
-            r"resets for a failed DMA engine: (\d+)",
-            self.sb.appctl("netdev-dpdk/vhost-copy-mode-get", "v1")))
+        return parse.resets(self.sb.appctl("netdev-dpdk/vhost-copy-mode-get",
+                                           "v1"))
 
     def wedge(self, engine):
         """The multi-engine wedge: 'engine' holds copies of v1's only Tx
