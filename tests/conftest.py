@@ -204,7 +204,8 @@ QUICK = [
     r"tests/test_style\.py::",
     r"tests/test_vhost_frame\.py::",
     r"tests/test_foundation\.py::test_(one_version_identity|"
-    r"bug_address_is_the_forks|guest_tool_bad_options|sandbox_bad_options|"
+    r"bug_address_is_the_forks|autoreconf_leaves_no_stray_file|"
+    r"guest_tool_bad_options|sandbox_bad_options|"
     r"verifier_catches_corruption)\b",
     r"tests/test_dma_swcopy\.py::test_(driver_functional|"
     r"timed_hold_ends_while_idle)\b",

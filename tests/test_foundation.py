@@ -25,7 +25,7 @@ import pytest
 
 from ovs_async import traffic
 from ovs_async.sandbox import (Sandbox, SandboxError, fork_define,
-                               fork_version)
+                               fork_version, upstream_version)
 from ovs_async.wait import wait_until
 
 from conftest import TOP
@@ -116,6 +116,35 @@ def test_bug_address_is_the_forks(build):
         seen[os.path.relpath(tree, TOP) + "/configure"] = m and m.group(1)
     wrong = {k: v for k, v in seen.items() if v != want}
     assert not wrong, "not %r: %s" % (want, wrong)
+
+
+@pytest.mark.unit
+def test_autoreconf_leaves_no_stray_file(tmp_path):
+    """autoreconf (which ./ovs-fork runs in the checkout) writes only the
+    files of the build system: the version and bug address that
+    configure.ac reads once from lib/ovs-fork.h used to be read again
+    inside autoconf's traces, whose quoting ("@:>@") had the shell write
+    an empty file named "@" into the checkout."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=TOP, check=True,
+                           capture_output=True).stdout.split(b"\0")
+    tree = tmp_path / "tree"
+    for name in filter(None, files):
+        src = os.path.join(TOP, name.decode())
+        dest = tree / name.decode()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.isfile(src):
+            dest.write_bytes(open(src, "rb").read())
+            os.chmod(dest, os.stat(src).st_mode)
+    r = subprocess.run(["autoreconf", "--install", "--force"], cwd=tree,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert not (tree / "@").exists(), "autoreconf wrote a file named '@'"
+    r = subprocess.run(["sh", "./configure", "--version"], cwd=tree,
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.splitlines()[0] == (
+        "openvswitch-async configure %s%s"
+        % (upstream_version(), fork_define("OVS_FORK_VERSION_SUFFIX"))), \
+        r.stdout
 
 
 @pytest.fixture(scope="module")
