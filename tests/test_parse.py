@@ -63,6 +63,28 @@ available Rx: cpu, dma, auto
 """
 
 
+PMD_STATS = """\
+pmd thread numa_id 0 core_id 1:
+  packets received: 16
+  DMA copies submitted: 7
+  DMA CPU fallbacks: 0
+main thread:
+  packets received: 0
+  DMA copies submitted: 0
+  DMA CPU fallbacks: 4
+pmd thread numa_id 0 core_id 2:
+  DMA CPU fallbacks: 1
+"""
+
+
+def test_main_thread_counters():
+    assert parse.main_thread_counters(PMD_STATS) == {
+        "DMA copies submitted": 0, "DMA CPU fallbacks": 4}
+    assert parse.pmd_counters(PMD_STATS)["DMA CPU fallbacks"] == 5
+    with pytest.raises(ValueError):
+        parse.main_thread_counters(PMD_STATS.split("main thread:")[0])
+
+
 def test_queue_counts():
     assert parse.txq_inflight(MODE_GET) == {"v0": {0: 12, 1: 0},
                                             "v1": {0: 7}}

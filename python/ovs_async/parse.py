@@ -56,6 +56,16 @@ def sections(text, header):
 
 PMD_HEADER = r"pmd thread numa_id (\S+) core_id (\d+):"
 
+
+def main_thread_counters(text):
+    """pmd_counters() of pmd-stats-show's "main thread:" section alone:
+    what the main thread sent (OpenFlow packet-outs and resumed
+    packet-ins, traffic of the LOCAL port) and how it copied it."""
+    for m, lines in sections(text, r"(main thread|%s)" % PMD_HEADER):
+        if m.group(1) == "main thread":
+            return pmd_counters("\n".join(lines))
+    raise ValueError("no main thread in pmd-stats-show:\n%s" % text)
+
 # pmd-perf-show's fields: (key, regular expression, conversion of each of
 # its groups).
 PERF_FIELDS = (

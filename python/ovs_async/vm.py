@@ -58,8 +58,9 @@ PACKAGES = ["qemu-system-x86", "linux-image-amd64", "busybox-static",
 CACHE = os.path.join(tempfile.gettempdir(), "ovs-async-vm")
 
 # The guest's /init: modules, the address from the kernel command line
-# (vm_ip=ADDR/LEN), then a shell loop on the console that runs each line
-# it reads and prints a marker with the status.
+# (vm_ip=ADDR/LEN, or vm_ip=dhcp: none until VM.dhcp() asks for one), then
+# a shell loop on the console that runs each line it reads and prints a
+# marker with the status.
 INIT = """#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
@@ -71,7 +72,7 @@ for m in %(modules)s; do insmod /modules/$m.ko || echo "insmod $m failed"; done
 ip=$(sed -n 's/.*vm_ip=\\([^ ]*\\).*/\\1/p' /proc/cmdline)
 ip link set lo up
 ip link set eth0 up
-ip addr add $ip dev eth0
+[ "$ip" = dhcp ] || ip addr add $ip dev eth0
 stty -echo 2>/dev/null
 echo VM-READY
 while IFS= read -r line; do
@@ -79,6 +80,18 @@ while IFS= read -r line; do
     echo "@@rc=$?@@"
 done
 poweroff -f
+"""
+
+# busybox udhcpc's script (VM.dhcp()): the lease's address and router.
+DHCP_SCRIPT = """#!/bin/busybox sh
+case "$1" in
+deconfig) ip -4 addr flush dev "$interface" ;;
+bound|renew)
+    ip -4 addr flush dev "$interface"
+    ip addr add "$ip/$mask" dev "$interface"
+    [ -z "$router" ] || ip route replace default via "${router%% *}" ;;
+esac
+exit 0
 """
 
 
@@ -145,7 +158,8 @@ def image():
     kver = kernel_version()
     kernel = "/boot/vmlinuz-" + kver
     # What goes into the image, so that a changed /init is never stale.
-    key = hashlib.sha1(repr((INIT, MODULES, PROGRAMS, DLOPENED))
+    key = hashlib.sha1(repr((INIT, DHCP_SCRIPT, MODULES, PROGRAMS,
+                             DLOPENED))
                        .encode()).hexdigest()
     initrd = os.path.join(CACHE, "initrd-%s-%d.img" % (kver, os.getpid()))
     stable = os.path.join(CACHE, "initrd-%s-%s.img" % (kver, key[:12]))
@@ -182,6 +196,9 @@ def image():
         with open(os.path.join(root, "init"), "w") as f:
             f.write(INIT % {"modules": " ".join(modules)})
         os.chmod(os.path.join(root, "init"), 0o755)
+        with open(os.path.join(root, "bin", "dhcp-script"), "w") as f:
+            f.write(DHCP_SCRIPT)
+        os.chmod(os.path.join(root, "bin", "dhcp-script"), 0o755)
         files = subprocess.run(["find", "."], cwd=root, capture_output=True,
                                check=True).stdout
         with open(initrd, "wb") as out:
@@ -194,8 +211,8 @@ def image():
 
 
 class VM(object):
-    """A QEMU guest on port 'port' of sandbox 'sb', at 'ip' (ADDR/LEN),
-    with 'queues' queue pairs (the Linux driver enables as many as it has
+    """A QEMU guest on port 'port' of sandbox 'sb', at 'ip' (ADDR/LEN, or
+    "dhcp": the address that dhcp() gets), with 'queues' queue pairs (the Linux driver enables as many as it has
     vCPUs, one here), on CPU 'cpu'.  A guest that reboots boots again (its
     device is reset, as a real VM's), and wait_ready() then waits for it
     again.  With 'incoming' (a QEMU migration URI, e.g. unix:PATH), QEMU
@@ -208,7 +225,7 @@ class VM(object):
         self.sb = sb
         self.port = port
         self.ip = ip
-        self.addr = ip.split("/")[0]
+        self.addr = None if ip == "dhcp" else ip.split("/")[0]
         self.name = name or "vm-" + port
         self.queues = queues
         kernel, initrd = image()
@@ -302,6 +319,19 @@ class VM(object):
             raise VMError("%s: %r exited %d:\n%s" % (self.name, command,
                                                      status, out[-2000:]))
         return status, out
+
+    def dhcp(self, timeout=60):
+        """Asks DHCP for the guest's address (busybox udhcpc, which gives
+        up after 20 tries a second apart); returns the address, now the
+        VM's 'addr'."""
+        self.run("udhcpc -i eth0 -f -q -n -t 20 -T 1 -s /bin/dhcp-script",
+                 timeout=timeout)
+        out = self.run("ip -4 -o addr show dev eth0")[1]
+        m = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/(\d+)", out)
+        if not m:
+            raise VMError("%s: no address after DHCP: %s" % (self.name, out))
+        self.addr, self.ip = m.group(1), "%s/%s" % m.groups()
+        return self.addr
 
     def qmp(self, command, timeout=30, **arguments):
         """Runs QMP 'command' with 'arguments' on this VM's QEMU; returns
