@@ -67,6 +67,34 @@ COVERAGE_DEFINE(vhost_async_stale_closed);
 COVERAGE_DEFINE(vhost_async_poll_busy);
 COVERAGE_DEFINE(vhost_async_held_lost);
 
+/* Coverage of events seen on vhost's threads (its message and reconnection
+ * threads, which run our callbacks).  COVERAGE_INC adds to a per-thread
+ * count that only coverage_clear(), which OVS's poll loop calls, adds to
+ * the totals that coverage/show and coverage/read-counter print: vhost's
+ * threads never run it, so their counts would never be seen.  Such events
+ * count here instead (vhost_thread_count()), and the main thread adds
+ * them to their coverage counters (flush_vhost_thread_counts()) when it
+ * next refreshes a port's status or statistics, which the event asks
+ * for. */
+struct vhost_thread_counter {
+    atomic_uint32_t pending;
+    void (*add)(unsigned int n);    /* COVERAGE_ADD of the counter. */
+};
+
+#define VHOST_THREAD_COUNTER(COUNTER) \
+    static struct vhost_thread_counter COUNTER##_vt = { 0, COUNTER##_add }
+VHOST_THREAD_COUNTER(vhost_async_logging_started);
+VHOST_THREAD_COUNTER(vhost_async_vring_bracket);
+VHOST_THREAD_COUNTER(vhost_async_enable_passed_over);
+VHOST_THREAD_COUNTER(vhost_async_stale_closed);
+VHOST_THREAD_COUNTER(vhost_async_held_lost);
+
+static struct vhost_thread_counter *const vhost_thread_counters[] = {
+    &vhost_async_logging_started_vt, &vhost_async_vring_bracket_vt,
+    &vhost_async_enable_passed_over_vt, &vhost_async_stale_closed_vt,
+    &vhost_async_held_lost_vt,
+};
+
 /* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
 #define MAX_TXQ 1024
 
@@ -520,6 +548,35 @@ static struct vhost_async *vid_map[RTE_MAX_VHOST_DEVICE]
  * vhost_async_new_connection()). */
 static struct sset stale_sockets OVS_GUARDED_BY(vid_mutex)
     = SSET_INITIALIZER(&stale_sockets);
+
+/* Counts an event of 'c' on any thread, vhost's included (see struct
+ * vhost_thread_counter), and has the main thread refresh the status of
+ * 'async' (if nonnull), which adds it to its coverage counter. */
+static void
+vhost_thread_count(struct vhost_thread_counter *c, struct vhost_async *async)
+{
+    uint32_t orig;
+
+    atomic_add_relaxed(&c->pending, 1, &orig);
+    if (async) {
+        netdev_change_seq_changed(async->netdev);
+    }
+}
+
+/* On the main thread: adds the events that vhost_thread_count() counted to
+ * their coverage counters. */
+static void
+flush_vhost_thread_counts(void)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(vhost_thread_counters); i++) {
+        struct vhost_thread_counter *c = vhost_thread_counters[i];
+        uint32_t n = atomic_exchange(&c->pending, 0);
+
+        if (n) {
+            c->add(n);
+        }
+    }
+}
 
 /* Forgets that 'path''s socket lost vhost's datapath: it is registered
  * anew. */
@@ -1155,7 +1212,7 @@ held_lose(struct vhost_held *h)
     bool was = atomic_exchange(&h->lost, true);
 
     if (!was) {
-        COVERAGE_INC(vhost_async_held_lost);
+        vhost_thread_count(&vhost_async_held_lost_vt, NULL);
     }
 }
 
@@ -1238,7 +1295,7 @@ held_release(struct vhost_async_txq *txq, int abandoned)
         n = tail - head;
         if (n > abandoned) {
             /* More than vhost held: out of step, so free nothing. */
-            COVERAGE_INC(vhost_async_held_lost);
+            vhost_thread_count(&vhost_async_held_lost_vt, NULL);
             n = 0;
         }
         for (int i = 0; i < n; i++) {
@@ -2756,7 +2813,7 @@ logging_start(struct vhost_async *async, int vid, const char *why)
         }
     }
     set_channels(async, vid, BOTH_DIRS, false, true);
-    COVERAGE_INC(vhost_async_logging_started);
+    vhost_thread_count(&vhost_async_logging_started_vt, async);
     VLOG_INFO("%s: dirty page logging for live migration (%s): %d copies "
               "in flight finished; copying on the CPU, which logs what it "
               "writes, until logging ends", async->name, why,
@@ -2858,7 +2915,7 @@ vhost_async_pre_message(int vid, void *msg_)
         && vq_inflight(async, vid, vring, true) > 0) {
         if (msg->num && vring_bits[vid]
             && bitmap_is_set(vring_bits[vid], VRING_ON(vring))) {
-            COVERAGE_INC(vhost_async_enable_passed_over);
+            vhost_thread_count(&vhost_async_enable_passed_over_vt, async);
             VLOG_DBG("%s: vring %"PRIu32" is enabled already: passing over "
                      "its enable, with copies in flight", async->name,
                      vring);
@@ -2878,7 +2935,7 @@ vhost_async_pre_message(int vid, void *msg_)
         if (rte_vhost_get_ifname(vid, ifname, sizeof ifname)) {
             snprintf(ifname, sizeof ifname, "vid %d", vid);
         }
-        COVERAGE_INC(vhost_async_stale_closed);
+        vhost_thread_count(&vhost_async_stale_closed_vt, async);
         VLOG_ERR("%s: the guest enables vring %"PRIu32", where vhost kept "
                  "the async state of DMA copies abandoned before the device "
                  "was reset: closing the vhost-user connection, so that its "
@@ -3123,7 +3180,7 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
     }
 
     if (!forward) {
-        COVERAGE_INC(vhost_async_vring_bracket);
+        vhost_thread_count(&vhost_async_vring_bracket_vt, async);
         VLOG_DBG("vid %d: vring %"PRIu16" is disabled: the %s around a "
                  "memory table change is not the guest's", vid, vring,
                  enable ? "enable" : "disable");
@@ -3397,6 +3454,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
     uint64_t to_dma, to_cpu, capped;
     uint64_t in_flight = 0;
 
+    flush_vhost_thread_counts();
     for (int i = 0; i < MAX_TXQ; i++) {
         int v = inflight(CONST_CAST(struct vhost_async *, async), i);
 
@@ -3594,6 +3652,7 @@ vhost_async_get_status(struct vhost_async *async, struct smap *status)
     int n_engines;
     int vid;
 
+    flush_vhost_thread_counts();
     /* The pool's mutex comes before 'async_mutex'. */
     n_engines = netdev_dpdk_dma_in_service(&engines);
 

@@ -657,6 +657,61 @@ def test_vring_state_filter(build):
     assert r.returncode == 0, r.stderr
 
 
+def rxqs_enabled(sb, port):
+    """{queue id: enabled?} of 'port' in pmd-rxq-show."""
+    text = sb.appctl("dpif-netdev/pmd-rxq-show")
+    return {int(q): state == "enabled" for q, state in re.findall(
+        r"port: %s\s+queue-id:\s+(\d+) \((enabled|disabled)\)" % port,
+        text)}
+
+
+def test_mem_table_keeps_disabled_vrings_off(swcopy_sandbox):
+    """A guest whose devices have two queue pairs enables one (as a Linux
+    guest with one vCPU does), then changes its memory table on the live
+    devices (SET_MEM_TABLE).  vhost 24.11, with ASYNC_COPY registered,
+    disables every vring before it maps the new table and enables every
+    vring after it, also those of the pair the guest disabled.  The vring
+    state filter keeps those from netdev-dpdk: queue 1 of each port stays
+    disabled, and the switch carries verified traffic afterwards.  The
+    filter counts what it kept back (vhost_async_vring_bracket), which
+    shows that the moment came."""
+    sb = swcopy_sandbox("defer")
+    sb.set_rx_copy_mode("dma")
+    g = sb.start_guest([("v0", "gen+sink", 1, 2), ("v1", "loop", 1, 2)],
+                       ["--size", 512, "--duration", 600, "--wait-link", 60,
+                        "--progress", 0, "--warmup", 0])
+    traffic.wait_flowing(sb, g)
+    one_of_two = {0: True, 1: False}
+
+    def states():
+        return {p: rxqs_enabled(sb, p) for p in ("v0", "v1")}
+    wait_until(lambda: all(v == one_of_two for v in states().values()), 10,
+               lambda: sb.appctl("dpif-netdev/pmd-rxq-show"))
+    bracket = sb.coverage("vhost_async_vring_bracket")
+    before = sb.log_count("read message VHOST_USER_SET_MEM_TABLE")
+    g.proc.send_signal(signal.SIGUSR2)
+    wait_until(lambda: g.log_has("memory grown by 64 MB"), 60,
+               lambda: g.log_tail())
+    wait_until(lambda: sb.log_count(
+        "read message VHOST_USER_SET_MEM_TABLE") >= before + 2, 10,
+        "the switch did not read both ports' new memory tables")
+    # At least vhost's disable and enable of each of the two vrings of the
+    # pair that the guest disabled, on each port (the counts of vhost's
+    # thread reach the total through the main thread, within seconds).
+    wait_until(lambda: sb.coverage("vhost_async_vring_bracket")
+               >= bracket + 8, 15,
+               lambda: "the filter kept back %d changes, not 8 or more"
+               % (sb.coverage("vhost_async_vring_bracket") - bracket))
+    after = states()
+    time.sleep(1)
+    later = states()
+    assert after == later == {"v0": one_of_two, "v1": one_of_two}, (
+        after, later)
+    traffic.wait_flowing(sb, g)
+    g.stop(sig=signal.SIGKILL)
+    traffic.check(traffic.loop_run(sb, size=512, duration=1))
+
+
 UNPOLLED = re.compile(r"port 'v1' rx queue 0.*This rx queue will not be "
                       r"polled\.")
 

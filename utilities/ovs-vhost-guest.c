@@ -177,6 +177,8 @@ struct port {
     char *path;
     unsigned int roles;
     unsigned int n_queues;
+    unsigned int max_queues;    /* The device's queue pairs (virtio-user's
+                                 * "queues"): n_queues of them enabled. */
     struct rte_ether_addr mac;
     char name[32];              /* vdev and ethdev name. */
     char *devargs;              /* Arguments for rte_dev_probe(). */
@@ -337,7 +339,7 @@ usage(void)
            "  (without hugepages: --no-huge -m 512 instead of --in-memory).\n"
            "\n"
            "Ports (at least one generator and one sink):\n"
-           "  --port PATH,role=ROLE[,queues=N][,mac=MAC]\n"
+           "  --port PATH,role=ROLE[,queues=N][,max-queues=M][,mac=MAC]\n"
            "      ROLE: gen (send), sink (receive and verify), gen+sink,\n"
            "      or loop (send back what arrives, unchanged).  N is\n"
            "      1..%d (default 1); MAC defaults to 02:00:00:00:00:<i+1>\n"
@@ -491,7 +493,8 @@ role_name(unsigned int roles)
     }
 }
 
-/* Parses the value of --port: "PATH,role=ROLE[,queues=N][,mac=MAC]". */
+/* Parses the value of --port:
+ * "PATH,role=ROLE[,queues=N][,max-queues=M][,mac=MAC]". */
 static void
 parse_port(const char *arg)
 {
@@ -566,6 +569,9 @@ parse_port(const char *arg)
             have_role = true;
         } else if (!strcmp(tok, "queues")) {
             p->n_queues = parse_uint("--port queues", value, 1, MAX_QUEUES);
+        } else if (!strcmp(tok, "max-queues")) {
+            p->max_queues = parse_uint("--port max-queues", value, 1,
+                                       MAX_QUEUES);
         } else if (!strcmp(tok, "mac")) {
             if (rte_ether_unformat_addr(value, &p->mac)
                 || !rte_is_unicast_ether_addr(&p->mac)
@@ -576,11 +582,17 @@ parse_port(const char *arg)
             have_mac = true;
         } else {
             usage_error("--port: unknown key '%s' in '%s' (expected role, "
-                        "queues or mac)", tok, arg);
+                        "queues, max-queues or mac)", tok, arg);
         }
     }
     if (!have_role) {
         usage_error("--port: '%s' lacks role=gen|sink|loop|gen+sink", arg);
+    }
+    if (!p->max_queues) {
+        p->max_queues = p->n_queues;
+    } else if (p->max_queues < p->n_queues) {
+        usage_error("--port: max-queues %u is less than queues %u in '%s'",
+                    p->max_queues, p->n_queues, arg);
     }
     if (!have_mac) {
         struct rte_ether_addr mac = {
@@ -2435,9 +2447,13 @@ main(int argc, char *argv[])
             return EXIT_RUNTIME;
         }
         rte_ether_format_addr(mac, sizeof mac, &p->mac);
+        /* With queue pairs to leave disabled, the control queue (which
+         * virtio-user handles itself) carries the driver's
+         * VIRTIO_NET_CTRL_MQ, and virtio-user then disables them. */
         snprintf(p->devargs, size, "%s,path=%s,server=1,queues=%u,"
-                 "queue_size=%u,mac=%s", p->name, p->path, p->n_queues,
-                 opt.queue_size, mac);
+                 "queue_size=%u,mac=%s%s", p->name, p->path, p->max_queues,
+                 opt.queue_size, mac,
+                 p->max_queues > p->n_queues ? ",cq=1" : "");
     }
 
     /* EAL's threads inherit the signal mask: keep our signals for the

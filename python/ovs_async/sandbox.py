@@ -763,7 +763,9 @@ class Sandbox(object):
     def start_guest(self, ports, args=(), name=None, cpu=None):
         """Starts one ovs-vhost-guest process.
 
-        ports: list of (port_name, role) or (port_name, role, queues);
+        ports: list of (port_name, role), (port_name, role, queues) or
+        (port_name, role, queues, max_queues) (a device with max_queues
+        queue pairs, of which the guest enables 'queues');
         args: further options of the tool (--size, --duration, ...);
         cpu: the CPU it runs on (default: the sandbox's guest_cpu)."""
         self._guest_seq += 1
@@ -776,6 +778,8 @@ class Sandbox(object):
             queues = p[2] if len(p) > 2 else 1
             argv += ["--port", "%s,role=%s,queues=%d"
                      % (self.sock(port), role, queues)]
+            if len(p) > 3:
+                argv[-1] += ",max-queues=%d" % p[3]
         argv += [str(a) for a in args]
         g = Guest(self, name, argv, os.path.join(self.logdir,
                                                  name + ".log"))
