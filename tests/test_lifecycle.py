@@ -688,13 +688,7 @@ def test_mem_table_keeps_disabled_vrings_off(swcopy_sandbox):
     wait_until(lambda: all(v == one_of_two for v in states().values()), 10,
                lambda: sb.appctl("dpif-netdev/pmd-rxq-show"))
     bracket = sb.coverage("vhost_async_vring_bracket")
-    before = sb.log_count("read message VHOST_USER_SET_MEM_TABLE")
-    g.proc.send_signal(signal.SIGUSR2)
-    wait_until(lambda: g.log_has("memory grown by 64 MB"), 60,
-               lambda: g.log_tail())
-    wait_until(lambda: sb.log_count(
-        "read message VHOST_USER_SET_MEM_TABLE") >= before + 2, 10,
-        "the switch did not read both ports' new memory tables")
+    g.grow_memory()
     # At least vhost's disable and enable of each of the two vrings of the
     # pair that the guest disabled, on each port (the counts of vhost's
     # thread reach the total through the main thread, within seconds).

@@ -32,11 +32,10 @@ bring."""
 import glob
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 
-from ovs_async.sandbox import SandboxError
+from ovs_async.sandbox import SandboxError, stop_process
 from ovs_async.wait import wait_until
 
 CACHE = os.path.join(tempfile.gettempdir(), "ovs-async-ovn")
@@ -199,11 +198,4 @@ class OVN(object):
     def stop(self):
         for name in ("ovn-controller", "ovn-northd", "ovsdb-server-sb",
                      "ovsdb-server-nb"):
-            p = self.procs.pop(name, None)
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop_process(self.procs.pop(name, None))

@@ -166,6 +166,18 @@ def ensure_hugepages(mbytes=4096):
     return None
 
 
+def stop_process(p, timeout=20):
+    """Ends process 'p' (a Popen) if it still runs: SIGTERM, then SIGKILL
+    if it has not exited within 'timeout' seconds."""
+    if p and p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 class Guest(object):
     """One ovs-vhost-guest process (it may play several guest ports)."""
 
@@ -187,11 +199,32 @@ class Guest(object):
         return self.proc.poll() is None
 
     def log_has(self, text):
+        return self.log_count(text) > 0
+
+    def log_count(self, text):
         try:
             with open(self.log_path, errors="replace") as f:
-                return text in f.read()
+                return f.read().count(text)
         except OSError:
-            return False
+            return 0
+
+    def grow_memory(self):
+        """SIGUSR2: the guest takes 64 MB more memory, and each of its ports
+        sends the switch a new memory table (SET_MEM_TABLE) on its live
+        device.  Waits until vhost has answered the guest and the switch
+        has logged every port's message."""
+        sb = self.sandbox
+        grown = self.log_count("memory grown by 64 MB")
+        before = sb.log_count("read message VHOST_USER_SET_MEM_TABLE")
+        self.proc.send_signal(signal.SIGUSR2)
+        wait_until(lambda: self.log_count("memory grown by 64 MB") > grown,
+                   60, lambda: self.log_tail(), error=SandboxError)
+        # (The switch logs the last port's message a moment later.)
+        wait_until(lambda: sb.log_count(
+            "read message VHOST_USER_SET_MEM_TABLE")
+            >= before + len(self.ports), 10,
+            "the switch did not read every port's new memory table",
+            error=SandboxError)
 
     def result_ready(self):
         """True once the guest printed its final JSON line."""
@@ -464,14 +497,7 @@ class Sandbox(object):
             g.stop()
         self.guests = []
         for name in ("ovs-vswitchd", "ovsdb-server"):
-            p = self.procs.pop(name, None)
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop_process(self.procs.pop(name, None))
         for prefix in self.prefixes:
             shutil.rmtree(os.path.join("/var/run/dpdk", prefix),
                           ignore_errors=True)
