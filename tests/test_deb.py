@@ -51,6 +51,16 @@ OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 POLICY = "/usr/sbin/policy-rc.d"
 DBDIRS = ["/etc/openvswitch", "/var/lib/openvswitch"]
 SOCK = "/tmp/ovs-async-deb-test.sock"
+LOG = "/var/log/openvswitch/ovs-vswitchd.log"
+
+
+def log_tail(lines=40):
+    """The end of the started switch's log, for a failure's message."""
+    try:
+        with open(LOG, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError as e:
+        return "(no %s: %s)" % (LOG, e)
 
 
 def sh(cmd, check=True, timeout=600):
@@ -76,15 +86,21 @@ def alternative():
     return m.group(1) if m else None
 
 
-def ovs_ctl(args):
+def ovs_ctl(args, net=False):
     """Debian's ovs-ctl; in a namespace that shows an openvswitch module
-    where the kernel has modules but not that one."""
+    where the kernel has modules but not that one.  With 'net', in a
+    network namespace of its own, which the daemons it starts keep: the
+    userspace datapath's tap devices (ovs-netdev, one per bridge) must not
+    meet those of the machine's own Open vSwitch, which an OVS-DPDK host
+    runs."""
     cmd = "%s %s" % (OVS_CTL, args)
     if (os.path.exists("/proc/modules")
             and not os.path.exists("/sys/module/openvswitch")):
         cmd = ("unshare --mount --propagation private sh -c "
                "'mount -t tmpfs none /sys/module && "
                "mkdir /sys/module/openvswitch && exec %s'" % cmd)
+    if net:
+        cmd = "unshare --net -- " + cmd
     return sh(cmd)
 
 
@@ -184,7 +200,7 @@ def test_deb_install_select_run_remove(machine, tmp_path):
     sh("ovs-vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true "
        "other_config:dpdk-extra='%s' other_config:pmd-cpu-mask=0x2" % extra)
     ovs_ctl("--no-ovsdb-server --no-mlockall --system-id=random "
-            "--no-record-hostname start")
+            "--no-record-hostname start", net=True)
 
     # 5. The running switch is the fork.
     assert fork_version() in sh("ovs-appctl version")
@@ -198,7 +214,8 @@ def test_deb_install_select_run_remove(machine, tmp_path):
        "options:vhost-copy-mode=defer" % SOCK)
     wait_until(lambda: re.search(r"^v0: defer", sh(
         "ovs-appctl netdev-dpdk/vhost-copy-mode-get"), re.M), 30,
-        lambda: sh("ovs-appctl netdev-dpdk/vhost-copy-mode-get"))
+        lambda: "%s\n%s" % (sh("ovs-appctl netdev-dpdk/vhost-copy-mode-get"),
+                            log_tail()))
     dmadevs = sh("ovs-appctl netdev-dpdk/dmadev-show")
     assert re.search(r"dmadev dma_swcopy0 .*\n.*\n.*pmd core 1$", dmadevs,
                      re.M), dmadevs

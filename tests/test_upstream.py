@@ -64,7 +64,7 @@ def test_check_dpdk(build):
     assert why is None, "check-dpdk needs hugepages, but " + why
     rc, out = run_suite(build, "check-dpdk", "-j1 -k dpdk",
                         log_path(build, "check-dpdk.log"), 1800,
-                        env=check_dpdk_env())
+                        env=check_dpdk_env(), netns=True)
     res = results(out)
     failed = by_status(res, "FAILED")
     skipped = by_status(res, "skipped")

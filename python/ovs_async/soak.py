@@ -147,8 +147,14 @@ class Soak(object):
 
     def start(self):
         pmd = (os.cpu_count() or 1) - 1
-        self.pmd_mask = (1 << pmd, (1 << pmd) | 1) if pmd else (1, 1)
         two = len(self.engines) == 2
+        # The event "pmd-mask" goes to the second mask and back to the
+        # first, the soak's own: with one engine it adds CPU 0 for a
+        # moment; with two (a PMD on each CPU) it takes CPU 0's away.
+        if two:
+            self.pmd_mask = ((1 << pmd) | 1, 1 << pmd)
+        else:
+            self.pmd_mask = (1 << pmd, (1 << pmd) | 1) if pmd else (1, 1)
         if two and not pmd:
             raise SandboxError("a soak with two engines needs two CPUs")
         self.sb = Sandbox(ports=2, dma=len(self.engines),
@@ -458,8 +464,8 @@ class Soak(object):
             # A new memory table on the live device (SET_MEM_TABLE).
             self.guest.proc.send_signal(signal.SIGUSR2)
         elif name == "pmd-mask":
-            lo, hi = self.pmd_mask
-            for mask in (hi, lo):
+            usual, other = self.pmd_mask
+            for mask in (other, usual):
                 sb.vsctl("set", "Open_vSwitch", ".",
                          "other_config:pmd-cpu-mask=0x%x" % mask)
                 time.sleep(0.2)

@@ -30,14 +30,20 @@ RESULT_RE = re.compile(r"^\s*(\d+): (.+?)\s+(ok|skipped|FAILED|expected "
 
 
 def run_suite(build, target, flags, log_path, timeout, extra=(),
-              echo=None, env=None):
+              echo=None, env=None, netns=False):
     """Runs 'make -C build target TESTSUITEFLAGS=flags', writes its output
     to 'log_path' and returns (returncode, output).  With 'echo', every
     line of output is also passed to it as it comes; 'env' adds to the
-    environment."""
+    environment.  With 'netns', in a network namespace of its own (its
+    loopback up): the system tests' userspace datapaths make tap devices
+    (ovs-netdev, one per bridge) that would meet those of the machine's own
+    Open vSwitch, which an OVS-DPDK host runs."""
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     argv = ["make", "-C", build, target, "PYTHON3=/usr/bin/python3",
             "TESTSUITEFLAGS=" + flags] + list(extra)
+    if netns:
+        argv = ["unshare", "--net", "--", "sh", "-c",
+                'ip link set lo up && exec "$@"', "sh"] + argv
     lines = []
     with open(log_path, "w") as log:
         p = subprocess.Popen(argv, stdout=subprocess.PIPE,
