@@ -186,6 +186,23 @@ def test_rx_mbufs_freed():
                                           "dma_swcopy2"]
 
 
+def test_engines():
+    """Each engine's copies in flight and whether it is out of service."""
+    text = DMADEV_SHOW.replace(
+        "  owner: free\n  ring size: 4096\n  copies submitted: 10\n",
+        "  owner: free\n  state: out of service (a copy failed), stopped; "
+        "\"ovs-appctl netdev-dpdk/dmadev-enable dma_swcopy1\" brings it "
+        "back once no port has copies on it\n  ring size: 4096\n"
+        "  copies submitted: 10\n").replace(
+        "  copies completed: 285731\n  copies failed: 0\n"
+        "  copies in flight: 0\n", "  copies completed: 285731\n"
+        "  copies failed: 0\n  copies in flight: 512\n")
+    assert parse.engines(text) == {
+        "dma_swcopy0": {"in_flight": 512, "out_of_service": False},
+        "dma_swcopy1": {"in_flight": 0, "out_of_service": True},
+        "dma_swcopy2": {"in_flight": 0, "out_of_service": False}}
+
+
 def test_resets():
     """The connections reset for a failed engine, over every port."""
     assert parse.resets(MODE_GET) == 0

@@ -296,6 +296,20 @@ def dmadevs(text):
     return re.findall(r"^dmadev (\S+)", text, re.M)
 
 
+def engines(text):
+    """dmadev-show as {engine: {"in_flight": copies it holds (0 where it
+    shows none), "out_of_service": bool}}."""
+    res = {}
+    for m, lines in sections(text, r"dmadev (\S+) \(id \d+\):"):
+        body = "\n".join(lines)
+        n = re.search(r"^  copies in flight: (\d+)$", body, re.M)
+        res[m.group(1)] = {
+            "in_flight": int(n.group(1)) if n else 0,
+            "out_of_service": bool(re.search(r"^  state: out of service",
+                                             body, re.M))}
+    return res
+
+
 def rx_mbufs_freed(text):
     """The mbufs of Rx copies that restarts of engines freed, summed over
     the engines of dmadev-show (the engine keeps no such line before its

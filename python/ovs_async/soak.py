@@ -137,7 +137,7 @@ class Soak(object):
             "duplicates": 0, "misdelivered": 0, "reordered": 0,
             "leaked_mbufs": 0, "abandoned_copies": 0,
             "abandoned_on_purpose": 0, "freed_on_purpose": 0,
-            "engine_restarts": 0,
+            "engine_restarts": 0, "engines_fenced_too": 0,
             "packet_outs": 0, "packet_outs_received": 0,
             "worst_answer_s": 0.0, "vswitchd_alive": True, "elapsed_s": 0,
             "guest_reconnect_failures": 0,
@@ -358,11 +358,14 @@ class Soak(object):
                 sb.vsctl("set", "Open_vSwitch", ".",
                          "other_config:dma-stall-timeout=300")
             sb.swcopy("hold", engine)
+            # The copies that the event strands must be on 'engine': with
+            # two engines, the other one's complete as usual.
             deadline = time.time() + HOLD_WAIT_S
-            while self.in_flight() < HOLD_COPIES and time.time() < deadline:
+            while (self.engine_in_flight(engine) < HOLD_COPIES
+                   and time.time() < deadline):
                 time.sleep(0.02)
-            if not self.in_flight():
-                raise SandboxError("soak: %s: no copy in flight with %s "
+            if not self.engine_in_flight(engine):
+                raise SandboxError("soak: %s: no copy in flight on %s "
                                    "held for %.0f s (Tx %s, Rx %s)"
                                    % (name, engine, HOLD_WAIT_S, self.mode,
                                       self.rx_mode))
@@ -388,11 +391,25 @@ class Soak(object):
         sb.vsctl("set", "Open_vSwitch", ".",
                  "other_config:dma-stall-timeout=60000")
 
-        def enabled():
-            r = sb.appctl_result("netdev-dpdk/dmadev-enable", engine)
-            return r.returncode == 0
-        self.wait(enabled, 30, "dmadev-enable %s did not succeed" % engine)
-        self.summary["engine_restarts"] += 1
+        # A clear that gave up also fences the other engine if it was busy
+        # and did not catch up at once (stuck_engines(): it may hold copies
+        # of that vring), as on a machine where the engines' threads share
+        # a CPU with busy guests.  An operator brings back every engine
+        # that dmadev-show says is out of service; so does the soak, the
+        # event's own first.
+        fenced = [engine] + sorted(
+            e for e, st in self.engine_states().items()
+            if st["out_of_service"] and e != engine)
+        for e in fenced:
+            def enabled(e=e):
+                r = sb.appctl_result("netdev-dpdk/dmadev-enable", e)
+                return r.returncode == 0
+            self.wait(enabled, 30, "dmadev-enable %s did not succeed" % e)
+        if len(fenced) > 1:
+            self.trace("%s also took %s out of service"
+                       % (name, ", ".join(fenced[1:])))
+        self.summary["engines_fenced_too"] += len(fenced) - 1
+        self.summary["engine_restarts"] += len(fenced)
         self.summary["abandoned_on_purpose"] += (
             sum(sb.abandoned().values()) - abandoned)
         self.summary["freed_on_purpose"] += (
@@ -401,6 +418,13 @@ class Soak(object):
             - freed)
         if name == "engine-abandoned":
             self.start_traffic()
+
+    def engine_states(self):
+        return parse.engines(self.sb.appctl("netdev-dpdk/dmadev-show"))
+
+    def engine_in_flight(self, engine):
+        """Copies that 'engine' holds."""
+        return self.engine_states().get(engine, {}).get("in_flight", 0)
 
     def v1_resets(self):
         return parse.resets(self.sb.appctl("netdev-dpdk/vhost-copy-mode-get",
