@@ -17,7 +17,7 @@ prints them, including their odd corners."""
 
 import pytest
 
-from ovs_async import parse
+from ovs_async import parse, upstream
 
 pytestmark = pytest.mark.unit
 
@@ -216,3 +216,38 @@ def test_abandoned_and_freed():
     switch freed (0 for a port with none)."""
     assert parse.abandoned(ABANDONED_GET) == {"v0": 1280, "v1": 0}
     assert parse.abandoned_freed(ABANDONED_GET) == {"v0": 1024, "v1": 0}
+
+
+RECHECKED = """\
+    4: OVS-DPDK - ping vhost-user ports                ok
+    5: OVS-DPDK - ping vhost-user-client ports         FAILED (system-dpdk.at:223)
+    6: OVS-DPDK - Ingress policing create delete phy port skipped (system-dpdk.at:244)
+
+## ------------- ##
+## Test results. ##
+## ------------- ##
+
+ERROR: 2 tests were run,
+1 failed unexpectedly.
+    5: OVS-DPDK - ping vhost-user-client ports         ok
+
+## ------------- ##
+## Test results. ##
+## ------------- ##
+
+1 test was successful.
+"""
+
+
+def test_rechecked():
+    """RECHECK=yes output: the first run's results, and the rerun's over
+    them."""
+    first, final = upstream.rechecked(RECHECKED)
+    assert upstream.by_status(first, "FAILED") == {
+        5: "OVS-DPDK - ping vhost-user-client ports"}
+    assert upstream.by_status(final, "FAILED") == {}
+    assert final[5][1] == "ok" and final[4][1] == "ok"
+    assert final[6][1] == "skipped"
+    # Without a rerun, both are the run's own.
+    once = RECHECKED[:RECHECKED.find("ERROR")]
+    assert upstream.rechecked(once)[0] == upstream.rechecked(once)[1]

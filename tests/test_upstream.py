@@ -21,8 +21,8 @@ import os
 import re
 
 from ovs_async.sandbox import ensure_hugepages
-from ovs_async.upstream import (by_status, failure_details, results,
-                                run_suite)
+from ovs_async.upstream import (by_status, failure_details, rechecked,
+                                results, run_suite)
 
 # Tests that cannot run on a VM without a DPDK-bound NIC or AVX512.
 ALLOWED_SKIPS = re.compile(r"phy port|add standard DPDK port|MFEX")
@@ -62,15 +62,25 @@ def test_check_dpdk(build):
     those run with "./ovs-fork test --full"."""
     why = ensure_hugepages()
     assert why is None, "check-dpdk needs hugepages, but " + why
+    # RECHECK=yes: upstream's own rerun of what failed, once.  Test 5
+    # ("ping vhost-user-client ports") compares a port's totals with the
+    # sums of its queues, read by separate ovs-vsctl calls of a statistics
+    # column that the switch refreshes meanwhile, while the kernel of the
+    # test's namespace may still send (IPv6 router solicitations): on a
+    # loaded machine (a CPU hog, the whole suite) it failed 2 times in 4,
+    # on line 220 or 223, and never idle.
     rc, out = run_suite(build, "check-dpdk", "-j1 -k dpdk",
                         log_path(build, "check-dpdk.log"), 1800,
-                        env=check_dpdk_env(), netns=True)
-    res = results(out)
+                        extra=["RECHECK=yes"], env=check_dpdk_env(),
+                        netns=True)
+    first, res = rechecked(out)
     failed = by_status(res, "FAILED")
     skipped = by_status(res, "skipped")
     ok = by_status(res, "ok")
-    print("check-dpdk: %d ok, %d skipped, %d failed" % (
-        len(ok), len(skipped), len(failed)))
+    print("check-dpdk: %d ok, %d skipped, %d failed; passed when run again "
+          "alone: %s" % (len(ok), len(skipped), len(failed),
+                         sorted(set(by_status(first, "FAILED")) - set(failed))
+                         or "none"))
     assert not failed and rc == 0, "%s\n%s" % (
         out[-3000:], failure_details(build, "system-dpdk-testsuite", failed))
     unexpected = [t for t in skipped.values() if not ALLOWED_SKIPS.search(t)]

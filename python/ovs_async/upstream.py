@@ -82,6 +82,15 @@ def results(out):
             for m in RESULT_RE.finditer(out)}
 
 
+def rechecked(out):
+    """For the output of a run with RECHECK=yes (the testsuite run again
+    with --recheck on what failed): (the results of the first run, the
+    results with the rerun's over them)."""
+    end = out.find("## Test results. ##")
+    first = results(out if end < 0 else out[:end])
+    return first, results(out)
+
+
 def by_status(res, status):
     return {n: t for n, (t, s) in res.items() if s == status}
 
