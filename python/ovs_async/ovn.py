@@ -182,13 +182,6 @@ class OVN(object):
                      "--timeout=%d" % timeout] + list(args),
                     timeout=timeout + 10, env=self.env)
 
-    def controller_ctl(self, *args):
-        """ovs-appctl to ovn-controller."""
-        return _run([self.sb._bin("utilities/ovs-appctl"),
-                     "--target=" + os.path.join(self.dir,
-                                                "ovn-controller.ctl")]
-                    + list(args), env=self.env)
-
     def wait_up(self, lsp, timeout=60):
         """Waits until logical port 'lsp' is bound and up (its chassis
         installed its flows)."""
