@@ -731,7 +731,7 @@ class Sandbox(object):
 
     # ---- ports, flows -----------------------------------------------------
 
-    def _port_args(self, name, ofport=None, options=None):
+    def _port_args(self, name, ofport=None, options=None, other_config=None):
         """ovs-vsctl's arguments that add vhost-user client port 'name'."""
         args = ["add-port", "br0", name, "--", "set", "Interface", name,
                 "type=dpdkvhostuserclient",
@@ -742,10 +742,13 @@ class Sandbox(object):
             args.append("mtu_request=%d" % self.mtu)
         for k, v in (options or {}).items():
             args.append("options:%s=%s" % (k, v))
+        for k, v in (other_config or {}).items():
+            args.append("other_config:%s=%s" % (k, v))
         return args
 
-    def add_port(self, name, ofport=None, options=None):
-        self.vsctl("--timeout=30", *self._port_args(name, ofport, options))
+    def add_port(self, name, ofport=None, options=None, other_config=None):
+        self.vsctl("--timeout=30",
+                   *self._port_args(name, ofport, options, other_config))
         if name not in self.ports:
             self.ports.append(name)
 

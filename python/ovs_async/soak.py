@@ -164,13 +164,15 @@ class Soak(object):
                           other_config={
                               "vhost-copy-auto-threshold": "64"})
         self.sb.start()
-        if two:
-            # v0's queues on both PMDs, v1's on the last one: both PMDs
-            # send into v1's only Tx queue.
-            self.sb.vsctl("set", "Interface", "v0",
-                          "other_config:pmd-rxq-affinity=0:0,1:%d" % pmd)
-            self.sb.vsctl("set", "Interface", "v1",
-                          "other_config:pmd-rxq-affinity=0:%d" % pmd)
+        # With two engines, v0's queues on both PMDs and v1's on the last
+        # one: both PMDs send into v1's only Tx queue.  Every PMD is then
+        # isolated, so a port added again must bring its affinity along,
+        # or nobody polls it.
+        self.affinity = ({"v0": "0:0,1:%d" % pmd, "v1": "0:%d" % pmd}
+                         if two else {})
+        for port, affinity in self.affinity.items():
+            self.sb.vsctl("set", "Interface", port,
+                          "other_config:pmd-rxq-affinity=%s" % affinity)
         # Every vhost-user message in the log: a failure's log must show
         # the whole handshake of each connection.
         self.sb.appctl("vlog/disable-rate-limit", "dpdk")
@@ -475,10 +477,13 @@ class Soak(object):
         elif name == "port-readd":
             # Added with its copy modes in one transaction, as an operator
             # or a cloud controller adds a port.
+            affinity = self.affinity.get("v1")
             sb.del_port("v1")
             sb.add_port("v1", ofport=2,
                         options={"vhost-copy-mode": self.mode,
-                                 "vhost-rx-copy-mode": self.rx_mode})
+                                 "vhost-rx-copy-mode": self.rx_mode},
+                        other_config=({"pmd-rxq-affinity": affinity}
+                                      if affinity else None))
             sb.set_topology("loop")
         elif name in ("guest-kill", "guest-restart"):
             # Every vring of the guest goes down, then comes back.
