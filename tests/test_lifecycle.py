@@ -674,14 +674,6 @@ def test_vring_state_filter(build):
     assert r.returncode == 0, r.stderr
 
 
-def rxqs_enabled(sb, port):
-    """{queue id: enabled?} of 'port' in pmd-rxq-show."""
-    text = sb.appctl("dpif-netdev/pmd-rxq-show")
-    return {int(q): state == "enabled" for q, state in re.findall(
-        r"port: %s\s+queue-id:\s+(\d+) \((enabled|disabled)\)" % port,
-        text)}
-
-
 def test_mem_table_keeps_disabled_vrings_off(swcopy_sandbox):
     """A guest whose devices have two queue pairs enables one (as a Linux
     guest with one vCPU does), then changes its memory table on the live
@@ -701,8 +693,8 @@ def test_mem_table_keeps_disabled_vrings_off(swcopy_sandbox):
     one_of_two = {0: True, 1: False}
 
     def states():
-        return {p: rxqs_enabled(sb, p) for p in ("v0", "v1")}
-    wait_until(lambda: all(v == one_of_two for v in states().values()), 10,
+        return parse.rxq_states(sb.appctl("dpif-netdev/pmd-rxq-show"))
+    wait_until(lambda: states() == {"v0": one_of_two, "v1": one_of_two}, 10,
                lambda: sb.appctl("dpif-netdev/pmd-rxq-show"))
     bracket = sb.coverage("vhost_async_vring_bracket")
     g.grow_memory()

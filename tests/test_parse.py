@@ -93,6 +93,30 @@ def test_queue_counts():
     assert parse.rxq_inflight(MODE_GET) == {"v0": {}, "v1": {0: 5}}
 
 
+PMD_RXQ_SHOW = """\
+pmd thread numa_id 0 core_id 0:
+  isolated : true
+  port: v0                queue-id:  0 (enabled)   pmd usage: 12 %
+  port: v1                queue-id:  1 (disabled)  pmd usage: NOT AVAIL
+  overhead:  1 %
+pmd thread numa_id 0 core_id 1:
+  isolated : false
+  port: v0                queue-id:  1 (disabled)  pmd usage:  0 %
+  port: v1                queue-id:  0 (enabled)   pmd usage:  3 %
+  port: v10               queue-id: 12 (enabled)   pmd usage:  0 %
+  overhead:  0 %
+"""
+
+
+def test_rxq_states():
+    assert parse.rxq_states(PMD_RXQ_SHOW) == {
+        "v0": {0: True, 1: False},
+        "v1": {0: True, 1: False},
+        "v10": {12: True}}
+    assert parse.rxq_cores(PMD_RXQ_SHOW) == {"v0": 0, "v1": 1}
+    assert parse.rxq_states("") == {}
+
+
 def test_migration_line():
     one_port = MODE_GET.split("v1:")[0]
     assert parse.migration_line(one_port) == \

@@ -26,6 +26,7 @@ import re
 
 import pytest
 
+from ovs_async import parse
 from ovs_async.modes import ASYNC_MODES, COPY_MODES
 from ovs_async.vm import VM, missing_tools
 from ovs_async.wait import wait_until
@@ -116,9 +117,8 @@ def set_mode(sb, mode):
 
 def queues_enabled(sb, port):
     """Rx queue ids of 'port' that pmd-rxq-show lists as enabled."""
-    text = sb.appctl("dpif-netdev/pmd-rxq-show")
-    return sorted(int(q) for q in re.findall(
-        r"port: %s\s+queue-id:\s+(\d+) \(enabled\)" % port, text))
+    states = parse.rxq_states(sb.appctl("dpif-netdev/pmd-rxq-show"))
+    return sorted(q for q, on in states.get(port, {}).items() if on)
 
 
 def set_pairs(sb, b, n):

@@ -281,6 +281,17 @@ def rxq_cores(text):
     return cores
 
 
+def rxq_states(text):
+    """{port: {queue id: enabled?}} of the Rx queues in pmd-rxq-show, over
+    every PMD thread."""
+    states = {}
+    for port, qid, state in re.findall(
+            r"^\s*port: (\S+)\s+queue-id:\s+(\d+) \((enabled|disabled)\)",
+            text, re.M):
+        states.setdefault(port, {})[int(qid)] = state == "enabled"
+    return states
+
+
 def migration_line(text):
     """The state after "live migration: " in vhost-copy-mode-get PORT,
     which has one such line; ValueError if it has none or several."""
