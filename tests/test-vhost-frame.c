@@ -334,23 +334,32 @@ check_others(bool vxlan)
 static void
 check_accounting(void)
 {
-    static const uint64_t seqs[] = { 0, 1, 2, 2, 5, 3, 4, 4, 70000, 6 };
+    static const uint64_t seqs[] = { 0, 1, 2, 2, 5, 3, 4, 4, 70000, 6,
+                                     /* Then on queue 1, and back. */
+                                     70002, 70001, 70004, 70003, 70005 };
+    static const unsigned int queues[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           1, 1, 1, 0, 9 };
     struct frame_rx rx;
 
     memset(&rx, 0, sizeof rx);
     for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) {
-        if (!frame_rx_record(&rx, seqs[i], 100)) {
+        if (!frame_rx_record(&rx, queues[i], seqs[i], 100)) {
             FAIL("frame_rx_record: out of memory");
         }
     }
-    /* Distinct: 0-6 and 70000; duplicates: 2 and 4; reordered: 3, 4 and 6
-     * (each new but below the highest seen). */
-    if (rx.rx != 10 || rx.bytes != 1000 || rx.distinct != 8
-        || rx.duplicates != 2 || rx.reordered != 3 || rx.top != 70001) {
+    /* Distinct: 0-6, 70000-70005; duplicates: 2 and 4; reordered: 3, 4 and
+     * 6 (each new but below the highest seen on queue 0), and 70001 (below
+     * 70002 on queue 1); requeued: 70003 (below the highest seen, 70004, on
+     * queue 1 only).  Queue 9 counts as queue 7. */
+    if (rx.rx != 15 || rx.bytes != 1500 || rx.distinct != 13
+        || rx.duplicates != 2 || rx.reordered != 4 || rx.requeued != 1
+        || rx.top != 70006 || rx.queue_top[0] != 70004
+        || rx.queue_top[1] != 70005
+        || rx.queue_top[FRAME_RX_QUEUES - 1] != 70006) {
         FAIL("accounting: rx %"PRIu64" bytes %"PRIu64" distinct %"PRIu64
-             " duplicates %"PRIu64" reordered %"PRIu64" top %"PRIu64,
-             rx.rx, rx.bytes, rx.distinct, rx.duplicates, rx.reordered,
-             rx.top);
+             " duplicates %"PRIu64" reordered %"PRIu64" requeued %"PRIu64
+             " top %"PRIu64, rx.rx, rx.bytes, rx.distinct, rx.duplicates,
+             rx.reordered, rx.requeued, rx.top);
     }
     frame_rx_destroy(&rx);
 }

@@ -336,8 +336,11 @@ frame_verify(uint8_t *data, unsigned int avail, unsigned int len, bool vxlan,
 }
 
 bool
-frame_rx_record(struct frame_rx *st, uint64_t seq, unsigned int len)
+frame_rx_record(struct frame_rx *st, unsigned int queue, uint64_t seq,
+                unsigned int len)
 {
+    uint64_t *queue_top = &st->queue_top[RTE_MIN(queue,
+                                                  FRAME_RX_QUEUES - 1)];
     uint64_t word = seq / 64;
     uint64_t bit = UINT64_C(1) << (seq % 64);
 
@@ -361,11 +364,15 @@ frame_rx_record(struct frame_rx *st, uint64_t seq, unsigned int len)
     }
     st->seen[word] |= bit;
     st->distinct++;
-    if (seq + 1 < st->top) {
+    if (seq + 1 < *queue_top) {
         st->reordered++;
     } else {
-        st->top = seq + 1;
+        if (seq + 1 < st->top) {
+            st->requeued++;
+        }
+        *queue_top = seq + 1;
     }
+    st->top = RTE_MAX(st->top, seq + 1);
     return true;
 }
 

@@ -149,24 +149,37 @@ enum frame_verdict frame_verify(uint8_t *data, unsigned int avail,
                                 unsigned int port, frame_lookup_cb *,
                                 void *aux, int *stream, uint64_t *seq);
 
+/* Receive queues of a port that the order of a stream is kept for; higher
+ * queues share the last one's. */
+#define FRAME_RX_QUEUES 8
+
 /* What one receiving port saw of one stream. */
 struct frame_rx {
     uint64_t *seen;             /* Bitmap of received sequence numbers. */
     uint64_t n_words;           /* Size of 'seen' in 64-bit words. */
     uint64_t top;               /* Highest sequence seen + 1, 0 if none. */
+    uint64_t queue_top[FRAME_RX_QUEUES];  /* The same, per receive queue. */
     uint64_t rx;                /* Valid frames, duplicates included. */
     uint64_t bytes;
     uint64_t distinct;
     uint64_t duplicates;
-    uint64_t reordered;
+    uint64_t reordered;         /* New, but below the highest sequence seen
+                                 * on the same receive queue. */
+    uint64_t requeued;          /* New, below the highest seen on another
+                                 * queue only: the stream moved to another
+                                 * queue (its sender changed Tx queue), and
+                                 * the receiver read them in another order
+                                 * than they were filled. */
     uint64_t corrupted;
 };
 
-/* Accounts a valid frame of 'len' bytes with sequence number 'seq': a
- * number seen before is a duplicate, one below the highest seen but new
- * is reordered.  Returns false if the bitmap could not grow (the frame
- * then counts as received, not as distinct). */
-bool frame_rx_record(struct frame_rx *, uint64_t seq, unsigned int len);
+/* Accounts a valid frame of 'len' bytes with sequence number 'seq',
+ * received on queue 'queue': a number seen before is a duplicate; a new
+ * one below the highest seen on the same queue is reordered, below the
+ * highest seen on other queues only, requeued.  Returns false if the bitmap
+ * could not grow (the frame then counts as received, not as distinct). */
+bool frame_rx_record(struct frame_rx *, unsigned int queue, uint64_t seq,
+                     unsigned int len);
 
 void frame_rx_destroy(struct frame_rx *);
 

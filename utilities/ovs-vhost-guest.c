@@ -102,7 +102,7 @@
 #define EXIT_RUNTIME 3          /* EAL, ports, link, memory. */
 
 #define MAX_PORTS 16
-#define MAX_QUEUES 8
+#define MAX_QUEUES FRAME_RX_QUEUES  /* Each keeps its own order. */
 #define MAX_SIZES 64
 #define MAX_BURST 512
 #define SCRATCH_SIZE 9216       /* Largest frame the sink linearizes. */
@@ -1098,9 +1098,10 @@ lookup_stream(uint32_t wire_id, void *aux __rte_unused, unsigned int *dst,
     return si;
 }
 
-/* Verifies one frame received on port 'p' and updates the counters. */
+/* Verifies one frame received on queue 'q' of port 'p' and updates the
+ * counters. */
 static void
-rx_verify(struct worker *w, struct port *p, struct rte_mbuf *m)
+rx_verify(struct worker *w, struct port *p, uint16_t q, struct rte_mbuf *m)
 {
     uint32_t len = rte_pktmbuf_pkt_len(m);
     unsigned int avail;
@@ -1148,7 +1149,7 @@ rx_verify(struct worker *w, struct port *p, struct rte_mbuf *m)
         stat_add(&p->stats.misdelivered, 1);
         /* Fall through. */
     case FRAME_OK:
-        if (!frame_rx_record(&p->rx[si], seq, len)) {
+        if (!frame_rx_record(&p->rx[si], q, seq, len)) {
             /* The frame still counts as received, but not as distinct. */
             __atomic_store_n(&out_of_memory, true, __ATOMIC_RELAXED);
         }
@@ -1193,7 +1194,7 @@ rx_step(struct worker *w, struct port *p, uint16_t q)
             rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
         }
         bytes += rte_pktmbuf_pkt_len(pkts[i]);
-        rx_verify(w, p, pkts[i]);
+        rx_verify(w, p, q, pkts[i]);
     }
     rte_pktmbuf_free_bulk(pkts, n);
     stat_add(&p->stats.rx_pkts, n);
@@ -2106,7 +2107,8 @@ json_string(const char *s)
 
 /* What one stream experienced, over every receiving port. */
 struct stream_result {
-    uint64_t rx, lost, corrupted, reordered, duplicates, misdelivered;
+    uint64_t rx, lost, corrupted, reordered, requeued, duplicates;
+    uint64_t misdelivered;
     int64_t first_lost;         /* Lowest sequence never received, or -1. */
 };
 
@@ -2141,6 +2143,7 @@ stream_result_get(unsigned int si, struct stream_result *sr)
         }
     }
     sr->reordered = own->reordered;
+    sr->requeued = own->requeued;
     sr->duplicates = own->duplicates;
 }
 
@@ -2218,11 +2221,12 @@ report_details(void)
         printf("%s{\"id\":%"PRIu32",\"src\":%u,\"queue\":%u,\"dst\":%u,"
                "\"udp_sport\":%u,\"tx\":%"PRIu64",\"rx\":%"PRIu64","
                "\"lost\":%"PRIu64",\"corrupted\":%"PRIu64","
-               "\"reordered\":%"PRIu64",\"duplicates\":%"PRIu64","
-               "\"misdelivered\":%"PRIu64",\"first_lost\":%"PRId64"}",
+               "\"reordered\":%"PRIu64",\"requeued\":%"PRIu64","
+               "\"duplicates\":%"PRIu64",\"misdelivered\":%"PRIu64","
+               "\"first_lost\":%"PRId64"}",
                si ? "," : "", s->wire_id, s->src, s->queue, s->dst, s->sport,
                s->tx_pkts, sr.rx, sr.lost, sr.corrupted, sr.reordered,
-               sr.duplicates, sr.misdelivered, sr.first_lost);
+               sr.requeued, sr.duplicates, sr.misdelivered, sr.first_lost);
     }
     printf("]");
 }
@@ -2237,6 +2241,7 @@ report(void)
     uint64_t tx_pkts = 0, rx_pkts = 0, tx_bytes = 0, rx_bytes = 0;
     uint64_t lost = 0, corrupted = 0, reordered = 0, duplicates = 0;
     uint64_t misdelivered = 0, foreign = 0, loop_pkts = 0, loop_dropped = 0;
+    uint64_t requeued = 0;
     const char *verdict;
     int status;
 
@@ -2262,6 +2267,7 @@ report(void)
         lost += sr.lost;
         corrupted += sr.corrupted;
         reordered += sr.reordered;
+        requeued += sr.requeued;
         duplicates += sr.duplicates;
         misdelivered += sr.misdelivered;
     }
@@ -2295,12 +2301,13 @@ report(void)
 
     printf("{\"verdict\":\"%s\",\"tx_pkts\":%"PRIu64",\"rx_pkts\":%"PRIu64
            ",\"lost\":%"PRIu64",\"corrupted\":%"PRIu64",\"reordered\":%"
-           PRIu64",\"duplicates\":%"PRIu64",\"misdelivered\":%"PRIu64
-           ",\"foreign\":%"PRIu64",\"loop_pkts\":%"PRIu64
-           ",\"loop_dropped\":%"PRIu64",\"tx_bytes\":%"PRIu64
-           ",\"rx_bytes\":%"PRIu64, verdict, tx_pkts, rx_pkts, lost,
-           corrupted, reordered, duplicates, misdelivered, foreign,
-           loop_pkts, loop_dropped, tx_bytes, rx_bytes);
+           PRIu64",\"requeued\":%"PRIu64",\"duplicates\":%"PRIu64
+           ",\"misdelivered\":%"PRIu64",\"foreign\":%"PRIu64
+           ",\"loop_pkts\":%"PRIu64",\"loop_dropped\":%"PRIu64
+           ",\"tx_bytes\":%"PRIu64",\"rx_bytes\":%"PRIu64, verdict,
+           tx_pkts, rx_pkts, lost, corrupted, reordered, requeued,
+           duplicates, misdelivered, foreign, loop_pkts, loop_dropped,
+           tx_bytes, rx_bytes);
     printf(",\"duration_s\":%.6f,\"drain_s\":%.6f,\"tx_mpps\":%.6f"
            ",\"mpps\":%.6f,\"gbps\":%.6f", duration, drain,
            duration > 0 ? tx_pkts / duration / 1e6 : 0.0,

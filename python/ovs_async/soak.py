@@ -135,7 +135,7 @@ class Soak(object):
             "frames_sent": 0, "frames_lost_counted": 0,
             "guests_killed": 0, "corrupted": 0,
             "duplicates": 0, "misdelivered": 0, "reordered": 0,
-            "leaked_mbufs": 0, "abandoned_copies": 0,
+            "requeued": 0, "leaked_mbufs": 0, "abandoned_copies": 0,
             "abandoned_on_purpose": 0, "freed_on_purpose": 0,
             "engine_restarts": 0, "engines_fenced_too": 0,
             "packet_outs": 0, "packet_outs_received": 0,
@@ -225,7 +225,8 @@ class Soak(object):
         s["frames_sent"] += res["tx_pkts"]
         s["frames_lost_counted"] += res["lost"]
         s["packet_outs_received"] += res["foreign"]
-        for key in ("corrupted", "duplicates", "misdelivered", "reordered"):
+        for key in ("corrupted", "duplicates", "misdelivered", "reordered",
+                    "requeued"):
             s[key] += res[key]
 
     def stop(self):

@@ -93,7 +93,7 @@ def wait_flowing(sb, guest, packets=1000, timeout=60):
 
 # Counters of a guest's JSON result that add up over guests.
 SUMMED = ("tx_pkts", "rx_pkts", "lost", "corrupted", "reordered",
-          "duplicates", "misdelivered", "foreign", "loop_pkts",
+          "requeued", "duplicates", "misdelivered", "foreign", "loop_pkts",
           "loop_dropped", "tx_bytes", "rx_bytes", "tx_mpps", "mpps", "gbps")
 
 
