@@ -399,15 +399,26 @@ class Soak(object):
         # of that vring), as on a machine where the engines' threads share
         # a CPU with busy guests.  An operator brings back every engine
         # that dmadev-show says is out of service; so does the soak, the
-        # event's own first.
-        fenced = [engine] + sorted(
-            e for e, st in self.engine_states().items()
-            if st["out_of_service"] and e != engine)
-        for e in fenced:
-            def enabled(e=e):
-                r = sb.appctl_result("netdev-dpdk/dmadev-enable", e)
-                return r.returncode == 0
-            self.wait(enabled, 30, "dmadev-enable %s did not succeed" % e)
+        # event's own first.  That one comes back only once no port has
+        # copies on it, i.e. after the clears that waited for it, which may
+        # have fenced the other engine meanwhile: so look again after each.
+        fenced = []
+        down = [engine]
+        while down:
+            for e in down:
+                def enabled(e=e):
+                    r = sb.appctl_result("netdev-dpdk/dmadev-enable", e)
+                    return r.returncode == 0
+                self.wait(enabled, 30, "dmadev-enable %s did not succeed"
+                          % e)
+            fenced += down
+            down = sorted(e for e, st in self.engine_states().items()
+                          if st["out_of_service"])
+            if len(fenced) > 2 * len(self.engines):
+                raise SandboxError("soak: %s: engines still out of service "
+                                   "after %s came back: %s"
+                                   % (name, ", ".join(fenced),
+                                      ", ".join(down)))
         if len(fenced) > 1:
             self.trace("%s also took %s out of service"
                        % (name, ", ".join(fenced[1:])))
@@ -421,6 +432,18 @@ class Soak(object):
             - freed)
         if name == "engine-abandoned":
             self.start_traffic()
+
+    def save_state(self, name):
+        """The queues' and the engines' state, as the switch tells it, in
+        file 'name' of the log directory (what it can answer within
+        appctl's timeout)."""
+        with open(os.path.join(self.sb.logdir, name), "w") as f:
+            for cmd in ("netdev-dpdk/vhost-copy-mode-get",
+                        "netdev-dpdk/dmadev-show",
+                        "dpif-netdev/pmd-rxq-show"):
+                r = self.sb.appctl_result(cmd)
+                f.write("$ ovs-appctl %s\n%s%s\n"
+                        % (cmd, r.stdout, r.stderr))
 
     def engine_states(self):
         return parse.engines(self.sb.appctl("netdev-dpdk/dmadev-show"))
@@ -574,6 +597,10 @@ class Soak(object):
             if self.sb and self.sb.vswitchd_alive():
                 self.trace("failed: thread stacks in failure.stacks")
                 self.sb.thread_stacks("failure.stacks")
+                try:
+                    self.save_state("failure.state")
+                except (SandboxError, subprocess.SubprocessError, OSError):
+                    pass
             raise
         finally:
             for engine in self.engines:
