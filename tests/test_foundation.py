@@ -18,6 +18,7 @@ sequence numbers)."""
 
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -27,6 +28,7 @@ from ovs_async import traffic
 from ovs_async.sandbox import (Sandbox, SandboxError, fork_define,
                                fork_version, upstream_version)
 from ovs_async.wait import wait_until
+from ovs_async.watch import late_answer_state
 
 from conftest import TOP
 
@@ -288,6 +290,53 @@ def test_sandbox_bad_options():
                         "--ports", "3", "--time", "1"], capture_output=True,
                        text=True)
     assert r.returncode == 1 and "even number of ports" in r.stderr
+
+
+def test_late_answer_state(sandbox):
+    """What the watch records when an answer is late names where each
+    party waits: a client asleep, the main thread idle in its poll loop
+    with nobody queued; then, with the switch stopped on purpose, the
+    client waiting for its answer, the main thread stopped and the
+    client's connection queued, not accepted."""
+    sb = sandbox
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        state = wait_until(lambda: (lambda s: s if re.search(
+            r"^main thread: .* in poll ", s, re.M) and re.search(
+                r"^client: .* in (clock_)?nanosleep ", s, re.M) else None)(
+                late_answer_state(sb, sleeper.pid)), 10,
+            "the idle main thread and the sleeping client are never seen "
+            "in poll() and nanosleep()")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert re.search(r"^client: +\d+ sleep: state S, .* in "
+                     r"(clock_)?nanosleep ", state, re.M), state
+    assert re.search(r"^listener: +0 connections not accepted", state,
+                     re.M), state
+    assert re.search(r"^load: +[\d.]+ ", state, re.M), state
+
+    vswitchd = sb.procs["ovs-vswitchd"].pid
+    os.kill(vswitchd, signal.SIGSTOP)
+    try:
+        client = subprocess.Popen(
+            [sb._bin("utilities/ovs-appctl"), "--timeout=30",
+             "--target=" + sb.ctl_path(), "version"],
+            stdout=subprocess.PIPE, universal_newlines=True, env=sb.env)
+        state = wait_until(lambda: (lambda s: s if re.search(
+            r"^listener: +1 connections not accepted", s, re.M) else None)(
+                late_answer_state(sb, client.pid)), 10,
+            "the client's connection is never queued")
+    finally:
+        os.kill(vswitchd, signal.SIGCONT)
+    assert re.search(r"^client: +\d+ ovs-appctl: state S, .* in poll ",
+                     state, re.M), state
+    assert re.search(r"^main thread: +\d+ ovs-vswitchd: state T, ", state,
+                     re.M), state
+    out, _ = client.communicate(timeout=30)
+    assert client.returncode == 0 and "Open vSwitch" in out, out
+    with open(os.path.join(sb.logdir, "ovs-vswitchd.late-answer")) as f:
+        assert f.read().count("main thread: ") >= 2
 
 
 def test_no_huge(sandbox_factory):

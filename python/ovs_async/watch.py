@@ -16,6 +16,7 @@
 event: it must answer 'ovs-appctl version' within ANSWER_S throughout (a
 bound on blocking, not a speed test)."""
 
+import os
 import subprocess
 import threading
 import time
@@ -24,6 +25,90 @@ from ovs_async.sandbox import SandboxError
 
 # The bound, in seconds.
 ANSWER_S = 5.0
+
+# Linux x86-64 system call numbers that a late answer's parties sit in.
+SYSCALLS = {0: "read", 1: "write", 7: "poll", 35: "nanosleep", 42: "connect",
+            44: "sendto", 45: "recvfrom", 59: "execve", 61: "wait4",
+            202: "futex", 230: "clock_nanosleep", 232: "epoll_wait",
+            271: "ppoll", 281: "epoll_pwait"}
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError as e:
+        return "(%s)" % (e.strerror or e)
+
+
+def task_state(path):
+    """One line on the task (a process or thread) at /proc path 'path':
+    its state, the CPU it last ran on, the CPU time it used so far, its
+    context switches and the system call it sits in.  Reads /proc only:
+    the task is not stopped."""
+    stat = _read(path + "/stat")
+    if ")" not in stat:
+        return "%s: %s" % (path, stat)
+    comm = stat[stat.find("(") + 1:stat.rfind(")")]
+    f = stat[stat.rfind(")") + 2:].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    status = dict(line.split(":\t", 1) for line in
+                  _read(path + "/status").splitlines() if ":\t" in line)
+    call = _read(path + "/syscall").split()
+    if call and call[0].isdigit():
+        nr = int(call[0])
+        call = SYSCALLS.get(nr, "syscall %d" % nr)
+    else:
+        call = " ".join(call[:1]) or "?"
+    return ("%s %s: state %s, cpu %s, %.2f s user %.2f s system, "
+            "%s voluntary %s involuntary switches, in %s (%s)"
+            % (os.path.basename(path), comm, f[0], f[36],
+               int(f[11]) / hz, int(f[12]) / hz,
+               status.get("voluntary_ctxt_switches", "?"),
+               status.get("nonvoluntary_ctxt_switches", "?"), call,
+               _read(path + "/wchan") or "-"))
+
+
+def late_answer_state(sb, client_pid):
+    """What the parties of a late answer are doing, without stopping any
+    of them: the ovs-appctl client, the switch's main thread, the
+    switch's control socket's queue of connections not yet accepted, and
+    the machine's runnable load.  Returns the text (also kept in the log
+    folder as ovs-vswitchd.late-answer)."""
+    lines = ["client:      " + task_state("/proc/%d" % client_pid)]
+    pid = sb.procs["ovs-vswitchd"].pid
+    lines.append("main thread: " + task_state("/proc/%d/task/%d"
+                                                % (pid, pid)))
+    try:
+        # The switch has a network namespace of its own.
+        listeners = subprocess.run(
+            ["nsenter", "--net=/proc/%d/ns/net" % pid, "ss", "-xlH"],
+            capture_output=True, text=True, timeout=10).stdout
+        # Netid State Recv-Q (connections waiting for accept()) Send-Q
+        # (backlog) Local-Address...
+        mine = [f for f in (line.split() for line in listeners.splitlines())
+                if len(f) > 4 and f[4] == sb.ctl_path()]
+        lines.append("listener:    %s connections not accepted, backlog %s"
+                     % (mine[0][2], mine[0][3]) if mine else
+                     "listener:    not found")
+    except (OSError, subprocess.SubprocessError) as e:
+        lines.append("listener:    ss failed: %s" % e)
+    lines.append("load:        %s; cpu pressure %s"
+                 % (_read("/proc/loadavg"),
+                    _read("/proc/pressure/cpu").splitlines()[0]))
+    try:
+        lines.append(subprocess.run(
+            ["ps", "-eLo", "pid,tid,psr,stat,ni,pcpu,wchan:20,comm",
+             "--sort=-pcpu"], capture_output=True, text=True,
+            timeout=10).stdout.rstrip())
+    except (OSError, subprocess.SubprocessError) as e:
+        lines.append("ps failed: %s" % e)
+    text = "\n".join(lines)
+    if sb.dir and os.path.isdir(sb.logdir):
+        with open(os.path.join(sb.logdir, "ovs-vswitchd.late-answer"),
+                  "a") as f:
+            f.write(text + "\n\n")
+    return text
 
 
 class Responsiveness(threading.Thread):
@@ -39,6 +124,9 @@ class Responsiveness(threading.Thread):
         # The switch's thread stacks, taken the first time an answer is
         # late (None: never late).
         self.stacks = None
+        # What the client, the main thread and the machine did then, and
+        # the client again once the stacks were taken.
+        self.late = None
         self._done = threading.Event()
 
     def run(self):
@@ -58,10 +146,15 @@ class Responsiveness(threading.Thread):
                 except subprocess.TimeoutExpired:
                     # Blocked now: where, is what a failure must show.
                     if self.stacks is None:
+                        self.late = late_answer_state(self.sb, proc.pid)
                         taken = time.time()
                         self.stacks = self.sb.thread_stacks(
                             "ovs-vswitchd.blocked-stacks") or ""
                         paused = time.time() - taken
+                        self.late += ("\nafter %.1f s of taking stacks, "
+                                      "client: %s"
+                                      % (paused, task_state(
+                                          "/proc/%d" % proc.pid)))
                     out, err = proc.communicate(
                         timeout=max(1, ANSWER_S * 4
                                     - (time.time() - start - paused)))
@@ -82,8 +175,12 @@ class Responsiveness(threading.Thread):
         self.join(timeout=ANSWER_S * 5)
         if not self.count:
             raise SandboxError("the main thread was never asked")
-        where = ("\nits threads, taken while it was blocked:\n%s"
-                 % self.stacks if self.stacks else "")
+        where = ("\nwhen the answer was late:\n%s"
+                 "\nits threads, taken while it was blocked:\n%s"
+                 % ("\n".join(self.late.splitlines()[:4]
+                               + self.late.splitlines()[-1:]),
+                    self.stacks or "(gdb not installed)")
+                 if self.late else "")
         if self.failures:
             raise SandboxError("ovs-appctl version failed: %s%s"
                                % (self.failures, where))
