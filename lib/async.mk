@@ -26,9 +26,12 @@ lib_libopenvswitch_la_SOURCES += \
 	lib/netdev-dpdk-vhost-async.h \
 	lib/netdev-dpdk-vhost-auto.c \
 	lib/netdev-dpdk-vhost-auto.h \
+	lib/netdev-dpdk-vhost-private.h \
 	lib/netdev-dpdk-vhost-rx.c \
 	lib/netdev-dpdk-vhost-rx.h \
-	lib/netdev-dpdk-vhost-shared.h
+	lib/netdev-dpdk-vhost-shared.h \
+	lib/netdev-dpdk-vhost-tx.c \
+	lib/netdev-dpdk-vhost-tx.h
 
 # dma_swcopy registers a vdev driver: the vdev bus library is a driver
 # library, which libdpdk.pc does not list.

@@ -732,8 +732,8 @@ out:
  * they name.  Each copy that the engine never reported and that writes
  * into an mbuf of a mempool of ours therefore names an mbuf that nobody
  * holds.  (A Tx copy writes into guest memory, never into a mempool: the
- * mbufs it reads from are the ones that held_release() frees in
- * netdev-dpdk-vhost-async.c.)
+ * mbufs it reads from are the ones that vhost_tx_held_release() frees in
+ * netdev-dpdk-vhost-tx.c.)
  *
  * Only an engine that can list the copies it never reported can be asked:
  * dma_swcopy (dma_swcopy_unreported()).  A hardware engine forgets them

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <limits.h>
 
-#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
@@ -32,11 +31,12 @@
 
 #include "bitmap.h"
 #include "coverage.h"
-#include "dpif-netdev-defer.h"
 #include "netdev-dpdk-dma.h"
 #include "netdev-dpdk-vhost-auto.h"
 #include "netdev-dpdk-vhost-rx.h"
+#include "netdev-dpdk-vhost-private.h"
 #include "netdev-dpdk-vhost-shared.h"
+#include "netdev-dpdk-vhost-tx.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
@@ -53,18 +53,10 @@
 
 VLOG_DEFINE_THIS_MODULE(netdev_dpdk_vhost_async);
 
-COVERAGE_DEFINE(vhost_async_tx_contention);
-COVERAGE_DEFINE(vhost_async_tx_deferred);
-COVERAGE_DEFINE(vhost_async_auto_leaving);
 COVERAGE_DEFINE(vhost_async_logging_started);
-COVERAGE_DEFINE(vhost_async_tx_no_list);
-COVERAGE_DEFINE(vhost_async_lock_wait_drop);
-COVERAGE_DEFINE(vhost_async_swept);
-COVERAGE_DEFINE(vhost_async_cpu_wait);
 COVERAGE_DEFINE(vhost_async_vring_bracket);
 COVERAGE_DEFINE(vhost_async_enable_passed_over);
 COVERAGE_DEFINE(vhost_async_stale_closed);
-COVERAGE_DEFINE(vhost_async_poll_busy);
 COVERAGE_DEFINE(vhost_async_held_lost);
 
 /* Coverage of events seen on vhost's threads (its message and reconnection
@@ -95,139 +87,17 @@ static struct vhost_thread_counter *const vhost_thread_counters[] = {
     &vhost_async_held_lost_vt,
 };
 
-/* Same limit as netdev-dpdk's OVS_VHOST_MAX_QUEUE_NUM. */
-#define MAX_TXQ 1024
-
-/* Packets taken per poll of completions or of a ring. */
-#define POLL_BURST 64
-
-/* Entries of each Tx queue ring in 'ring' mode, and of the ring of
- * packets that senders in 'defer' and 'auto' put aside while the queue's
- * lock is taken (a power of 2). */
-#define RING_SIZE 4096
-
-/* How long a control-path drain waits for a DMA engine before giving up
- * (copies still in flight then belong to vhost until the device goes). */
-#define DRAIN_TIMEOUT_MS 2000
-
-/* Longest a sender without a deferred work list (the main thread) waits
- * for a Tx queue lock before it drops its packets (counted): the lock's
- * holder is a PMD thread in the middle of a burst, or vhost-txq-hold. */
-#define TXQ_LOCK_WAIT_MAX_MS 100
-
-/* Longest netdev-dpdk/vhost-txq-hold holds a port's Tx queue locks. */
-#define TXQ_HOLD_MAX_MS (10 * 60 * 1000)
-
-/* Enqueue retries of packets taken from a ring in 'ring' mode. */
-#define VHOST_ASYNC_RING_RETRIES 8
-
 /* ---- The copy modes ----------------------------------------------------- */
 
-/* Copy modes of vhost-user Tx (guest Rx): who copies packets into guest
- * memory, and where completions are polled and mbufs freed.  Each mode is
- * one row of the table copy_modes[] below, which names it and says what it
- * does. */
-enum vhost_copy_mode {
-    VHOST_COPY_CPU,
-    VHOST_COPY_V3,
-    VHOST_COPY_RING,
-    VHOST_COPY_DEFER,
-    VHOST_COPY_AUTO,
-    VHOST_COPY_N_MODES
-};
-
-
-/* Sends 'cnt' packets on Tx queue 'qid' of device 'vid' and takes
- * ownership of all of them.  Returns the number it could not send (freed)
- * and stores the number handed to DMA in '*n_dma'. */
-typedef int send_func(struct vhost_async *, int vid, int qid,
-                      struct rte_mbuf **pkts, int cnt, int max_retries,
-                      int *retries, int *n_dma);
-
-static send_func cpu_mode_send;
-static send_func dma_or_cpu_send;
-static send_func ring_send;
-static send_func auto_send;
-static void rx_poll_completions(struct vhost_async *, int vid, int qid);
-static void ring_rx_work(struct vhost_async *, int vid, int qid);
-static bool ring_enter(struct vhost_async *, int n_txq, bool again);
-static void ring_leave(struct vhost_async *, int vid);
-static bool aside_enter(struct vhost_async *, int n_txq, bool again);
-/* Why packets wait in a Tx queue's ring (set_aside()). */
-enum aside_why {
-    ASIDE_LOCKED,       /* The sender found the queue's lock taken. */
-    ASIDE_LEAVING,      /* 'auto' leaves DMA: copies still in flight. */
-    ASIDE_NO_LIST,      /* A sender without a deferred work list (the main
-                         * thread) found copies in flight. */
-};
-static int set_aside(struct vhost_async *, int qid, struct rte_mbuf **pkts,
-                     int cnt, enum aside_why);
-static bool auto_enter(struct vhost_async *, int n_txq, bool again);
-struct copy_mode;
-static bool auto_pre_send(struct vhost_async *, const struct copy_mode *,
-                          int vid, int qid, struct rte_mbuf **pkts, int cnt,
-                          int *unsent);
-static void auto_retired(struct vhost_async *, int qid, uint64_t cycles,
-                         uint32_t n);
-static void auto_format_txq(struct ds *, const struct vhost_async *,
-                            int qid);
-
-/* What a copy mode is, in one row: who copies packets into guest memory,
- * who polls the completions and frees the mbufs, and what a port needs
- * while it uses the mode.  The README's table of copy modes says the same,
- * field for field. */
-struct copy_mode {
-    const char *name;
-    bool dma;               /* Copies go to DMA engines: the device needs
-                             * async channels. */
-    bool tx_lock;           /* 'send' runs under the txq lock; else it is
-                             * lock-free and 'rx_work' does the rest. */
-    bool sender_retires;    /* The sender queues what it handed to DMA in
-                             * its own deferred work list, which retires
-                             * it; else 'rx_work' retires it. */
-    bool puts_aside;        /* A sender that finds the txq lock taken does
-                             * not wait: it puts its packets into the
-                             * queue's ring and queues a work item; the
-                             * lock's next holder sends them first. */
-
-    send_func *send;
-
-    /* In a 'puts_aside' mode, runs under the txq lock before the sender
-     * sends what waits in the queue's ring and then 'pkts'.  Returns true
-     * if it took care of 'pkts' itself (put aside, or dropped), with the
-     * number it did not send in '*unsent'.  NULL if none. */
-    bool (*pre_send)(struct vhost_async *, const struct copy_mode *,
-                     int vid, int qid, struct rte_mbuf **pkts, int cnt,
-                     int *unsent);
-
-    /* The Tx work of the PMD that polls Rx queue 'qid' of the port, before
-     * it receives.  NULL if none. */
-    void (*rx_work)(struct vhost_async *, int vid, int qid);
-
-    /* From the port's reconfiguration, while no PMD uses it.  'enter' runs
-     * whenever the port is to use the mode ('again' is false when it
-     * switches to it) and returns false if it cannot; 'leave' runs when
-     * the port switches away, once nothing is in flight.  NULL if there
-     * is nothing to do. */
-    bool (*enter)(struct vhost_async *, int n_txq, bool again);
-    void (*leave)(struct vhost_async *, int vid);
-
-    /* Told what it cost a sender to retire 'n' copies of Tx queue 'qid'
-     * from its deferred work list.  NULL if the mode does not weigh it. */
-    void (*retired)(struct vhost_async *, int qid, uint64_t cycles,
-                    uint32_t n);
-
-    /* Appends the mode's own state of Tx queue 'qid' to the output of
-     * vhost-copy-mode-get.  NULL if none. */
-    void (*format_txq)(struct ds *, const struct vhost_async *, int qid);
-};
-
-static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
+/* The Tx copy modes, a row each (struct copy_mode): the functions they name
+ * are netdev-dpdk-vhost-tx.c's.  The README's table of copy modes says the
+ * same, row for row. */
+const struct copy_mode vhost_copy_modes[VHOST_COPY_N_MODES] = {
     /* Stock synchronous rte_vhost_enqueue_burst() by the sender. */
     [VHOST_COPY_CPU] = {
         .name = "cpu",
         .tx_lock = true,
-        .send = cpu_mode_send,
+        .send = vhost_tx_cpu_mode_send,
     },
     /* The sender submits to its PMD's DMA engine under the txq lock; the
      * PMD that polls the port's Rx queue polls the completions and
@@ -236,8 +106,8 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
         .name = "v3",
         .dma = true,
         .tx_lock = true,
-        .send = dma_or_cpu_send,
-        .rx_work = rx_poll_completions,
+        .send = vhost_tx_dma_or_cpu_send,
+        .rx_work = vhost_tx_rx_poll_completions,
     },
     /* Senders put mbufs into a lock-free multi-producer ring per txq; the
      * PMD that polls the port's Rx queue drains the ring, submits on its
@@ -245,10 +115,10 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
     [VHOST_COPY_RING] = {
         .name = "ring",
         .dma = true,
-        .send = ring_send,
-        .rx_work = ring_rx_work,
-        .enter = ring_enter,
-        .leave = ring_leave,
+        .send = vhost_tx_ring_send,
+        .rx_work = vhost_tx_ring_rx_work,
+        .enter = vhost_tx_ring_enter,
+        .leave = vhost_tx_ring_leave,
     },
     /* The sender submits on its engine and queues a work item in its own
      * deferred work list (dpif-netdev-defer.h), which it runs after each
@@ -259,9 +129,9 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
         .tx_lock = true,
         .sender_retires = true,
         .puts_aside = true,
-        .send = dma_or_cpu_send,
-        .enter = aside_enter,
-        .leave = ring_leave,
+        .send = vhost_tx_dma_or_cpu_send,
+        .enter = vhost_tx_aside_enter,
+        .leave = vhost_tx_ring_leave,
     },
     /* Per Tx queue, cpu or defer, whichever costs the sending PMD fewer
      * cycles per packet (netdev-dpdk-vhost-auto.h). */
@@ -271,26 +141,16 @@ static const struct copy_mode copy_modes[VHOST_COPY_N_MODES] = {
         .tx_lock = true,
         .sender_retires = true,
         .puts_aside = true,
-        .send = auto_send,
-        .pre_send = auto_pre_send,
-        .enter = auto_enter,
-        .leave = ring_leave,
-        .retired = auto_retired,
-        .format_txq = auto_format_txq,
+        .send = vhost_tx_auto_send,
+        .pre_send = vhost_tx_auto_pre_send,
+        .enter = vhost_tx_auto_enter,
+        .leave = vhost_tx_ring_leave,
+        .retired = vhost_tx_auto_retired,
+        .format_txq = vhost_tx_auto_format_txq,
     },
 };
 
 /* ---- The two directions ------------------------------------------------ */
-
-/* A vhost port copies in two directions, each with its own table of modes
- * and its own configuration: Tx, into the guest (copy_modes[] above), and
- * Rx, out of the guest (netdev-dpdk-vhost-rx.h).  Mode 0 of each is the
- * CPU's. */
-enum copy_dir {
-    DIR_TX,
-    DIR_RX,
-    N_DIRS
-};
 
 struct copy_dir_info {
     const char *key;            /* Key in options and other_config. */
@@ -305,13 +165,13 @@ struct copy_dir_info {
 static const char *
 tx_mode_name(int mode)
 {
-    return copy_modes[mode].name;
+    return vhost_copy_modes[mode].name;
 }
 
 static bool
 tx_mode_dma(int mode)
 {
-    return copy_modes[mode].dma;
+    return vhost_copy_modes[mode].dma;
 }
 
 static const char *
@@ -359,154 +219,6 @@ vring_in(int vr, unsigned int dirs_mask)
 {
     return dirs_mask & DIR_BIT(vring_is_rx(vr) ? DIR_RX : DIR_TX);
 }
-
-/* A port's requested mode of one direction, by source (-1: not set). */
-struct mode_request {
-    int override_mode;          /* ovs-appctl. */
-    int option_mode;            /* options:KEY. */
-    char *option_value;         /* Last value seen, to spot changes. */
-};
-
-/* How long 'auto' waits for a queue's copies before it moves the queue to
- * the CPU, where it cannot put packets aside instead (while it sends what
- * was aside: else it tries again with the next burst). */
-#define AUTO_DRAIN_US 2000
-
-/* The mbufs that vhost holds for the copies in flight of one Tx vring, in
- * the order in which it submitted them, which is the order in which it
- * returns them (vhost returns a vring's completed copies from its first in
- * flight on).  vhost has no call that cancels a copy and hands its mbuf
- * back: when a device goes away with copies that their fenced engine will
- * never complete, these are the only pointers to their mbufs left, and
- * reset_queues() frees them.
- *
- * 'slots' has room for a vring's copies in flight plus one submit burst.
- * Its senders, serialized by the txq lock, write a burst's mbufs past
- * 'tail' before they submit it (vhost may return them to a poller as soon
- * as it has them) and then move 'tail' past those vhost took.  Completion
- * pollers, serialized by txq_vq_lock(), move 'head' past those vhost
- * returned, and check that they are the same mbufs; if they ever are not,
- * 'lost' stops the tracking for good and nothing is freed (a leak, never a
- * double free). */
-struct vhost_held {
-    struct rte_mbuf **slots;        /* NULL: not tracked. */
-    uint32_t mask;                  /* Slots - 1 (a power of 2 minus 1). */
-    atomic_uint32_t head;           /* Next to be returned. */
-    atomic_uint32_t tail;           /* One past the last submitted. */
-    atomic_bool lost;               /* Out of step with vhost: untracked. */
-};
-
-/* Per Tx queue state, one cache line each, written by PMD threads. */
-struct vhost_async_txq {
-    PADDED_MEMBERS(CACHE_LINE_SIZE,
-        struct vhost_vq_copies copies;  /* Packets submitted, not yet
-                                         * retired. */
-        atomic_bool orphaned;       /* A PMD's drain left copies in flight
-                                     * that no list polls: the next sender
-                                     * polls every dmadev of the queue. */
-        struct rte_ring *ring;      /* 'ring' mode: packets to submit;
-                                     * 'puts_aside' modes: packets of
-                                     * senders that found the lock taken. */
-        ATOMIC(rte_spinlock_t *) tx_lock;   /* The queue's lock, for the
-                                             * work items of those senders. */
-        rte_spinlock_t vq_lock;     /* See txq_vq_lock(). */
-        struct vhost_held held;     /* The mbufs of the copies in flight,
-                                     * in vhost's order (see held_push()). */
-        /* Under the queue's lock: */
-        bool leaving;               /* 'auto' leaves DMA: what is aside, and
-                                     * every new packet behind it, waits for
-                                     * the copies in flight. */
-        bool flushing;              /* Sending what was put aside. */
-    );
-};
-
-struct vhost_async_stats {
-    atomic_uint64_t submitted;      /* Packets handed to a DMA engine. */
-    atomic_uint64_t completed;      /* Packets whose copy completed. */
-    atomic_uint64_t cpu_copies;     /* Packets copied on the CPU for want
-                                     * of a dmadev. */
-    atomic_uint64_t auto_cpu;       /* Packets 'auto' chose to copy on the
-                                     * CPU. */
-    atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
-    atomic_uint64_t put_aside;      /* Packets put aside by a sender that
-                                     * found the txq lock taken. */
-    atomic_uint64_t held_back;      /* Packets that waited in the ring for
-                                     * copies in flight ('auto' leaving DMA,
-                                     * a sender without a work list). */
-    atomic_uint64_t lock_drops;     /* Drops of a sender without a work list
-                                     * that waited too long for a txq lock
-                                     * (vhost-txq-hold). */
-    atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
-                                     * gone, engine stuck). */
-    atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
-                                     * stuck). */
-    atomic_uint64_t abandoned_freed;    /* Of those, the Tx copies whose
-                                         * mbufs were freed (vhost keeps
-                                         * the Rx copies' mbufs). */
-    atomic_uint64_t wedged;         /* Drops of a queue whose copies sit on
-                                     * a dmadev out of service. */
-    atomic_uint64_t resets;         /* Connections reset for that. */
-};
-
-struct vhost_async {
-    struct ovs_list node;           /* In 'all_ports', under async_mutex. */
-    struct netdev *netdev;
-    char *name;
-    bool server;                    /* A dpdkvhostuser (server-mode) port:
-                                     * copies on the CPU only (it has no
-                                     * options, so only appctl and the
-                                     * default may ask otherwise). */
-
-    /* Requested modes, per direction.  Under async_mutex. */
-    struct mode_request req[N_DIRS];
-    bool migrating;                 /* netdev-dpdk/vhost-migrate-prepare:
-                                     * copies on the CPU and the socket
-                                     * registered without ASYNC_COPY, which
-                                     * dirty page logging needs.  Under
-                                     * async_mutex. */
-    atomic_bool logging;            /* The guest's QEMU turned dirty page
-                                     * logging on (live migration): the
-                                     * async channels are off, and both
-                                     * directions copy on the CPU, which
-                                     * logs what it writes (see
-                                     * logging_start()). */
-    atomic_bool relog_reset;        /* A reset asked for a connection that
-                                     * lacks vhost's own datapath (see
-                                     * 'stale_sockets'). */
-
-    /* Serializes the life-cycle paths that clear queues and touch the
-     * rings: reconfigure (main thread) and destroy_device (vhost's thread
-     * or, for a port being deleted, the main thread). */
-    struct ovs_mutex lc_mutex;
-
-    /* Applied by vhost_async_reconfigure() while no PMD uses the port. */
-    atomic_int mode;                /* enum vhost_copy_mode in use. */
-    atomic_int rx_mode;             /* enum vhost_rx_mode in use. */
-    atomic_int vid;                 /* Device for the PMDs, -1 if none. */
-    atomic_llong held_until;        /* netdev-dpdk/vhost-txq-hold: senders
-                                     * find the Tx queue locks taken until
-                                     * this time (msec), if nonzero. */
-    bool async_registered;          /* Driver registered with ASYNC_COPY. */
-    atomic_bool reset_requested;    /* A queue is wedged (see txq_wedged()):
-                                     * the next reconfiguration reconnects
-                                     * the device. */
-    atomic_bool sweep;              /* Some Tx queue has copies or packets
-                                     * aside that no deferred work list
-                                     * takes care of: the PMDs that poll the
-                                     * port's Rx queues do (sweep_port()). */
-    bool refused_logged[N_DIRS];
-    bool *channel;                  /* Per vring: async channel registered. */
-    char *vhost_id;                 /* Its socket's path, once registered.
-                                     * Under async_mutex. */
-
-    struct vhost_async_stats stats;
-    struct vhost_rx *rx;            /* Rx queues' copies. */
-    struct vhost_async_txq *txqs;   /* MAX_TXQ entries. */
-    struct vhost_auto *autos;       /* MAX_TXQ entries, once 'auto' is used;
-                                     * under the txq locks. */
-    int n_txq;                      /* Tx queues, as of the last
-                                     * reconfiguration. */
-};
 
 static struct ovs_mutex async_mutex = OVS_MUTEX_INITIALIZER;
 static struct ovs_list all_ports OVS_GUARDED_BY(async_mutex)
@@ -563,6 +275,12 @@ vhost_thread_count(struct vhost_thread_counter *c, struct vhost_async *async)
     }
 }
 
+void
+vhost_async_held_lost(void)
+{
+    vhost_thread_count(&vhost_async_held_lost_vt, NULL);
+}
+
 /* On the main thread: adds the events that vhost_thread_count() counted to
  * their coverage counters. */
 static void
@@ -587,20 +305,6 @@ forget_stale_socket(const char *path)
     sset_find_and_delete(&stale_sockets, path);
     ovs_mutex_unlock(&vid_mutex);
 }
-
-/* Per PMD thread counters, printed by "pmd-stats-show" and "pmd-perf-show"
- * (dp_defer_counter_register()).  There is no "in flight" per thread: a
- * thread may retire copies that another one submitted (v3, ring, a shared
- * txq); vhost-copy-mode-get and dmadev-show have the copies in flight per
- * queue and per engine. */
-static int pmd_dma_submitted = -1;      /* Packets handed to DMA. */
-static int pmd_dma_completed = -1;      /* Retired (copy done, mbuf freed)
-                                         * by this thread. */
-static int pmd_cpu_fallbacks = -1;      /* Copied on the CPU in an async
-                                         * mode for want of a dmadev. */
-static int pmd_auto_cpu_copies = -1;    /* Copied on the CPU by choice of
-                                         * 'auto'. */
-static int pmd_put_aside = -1;          /* Put aside, the txq lock taken. */
 
 /* Life-cycle trouble (engines that do not complete). */
 static struct vlog_rate_limit lc_rl = VLOG_RATE_LIMIT_INIT(1, 5);
@@ -648,63 +352,11 @@ mode_list(enum copy_dir dir)
     return lists[dir];
 }
 
-static int
-read_mode(const atomic_int *mode_)
-{
-    int mode;
-
-    atomic_read_relaxed(CONST_CAST(atomic_int *, mode_), &mode);
-    return mode;
-}
-
-static enum vhost_copy_mode
-get_mode(const struct vhost_async *async)
-{
-    return read_mode(&async->mode);
-}
-
-static const struct copy_mode *
-mode_of(const struct vhost_async *async)
-{
-    return &copy_modes[get_mode(async)];
-}
-
-static enum vhost_rx_mode
-get_rx_mode(const struct vhost_async *async)
-{
-    return read_mode(&async->rx_mode);
-}
-
 /* The mode of 'dir' in use. */
 static int
 applied_mode(const struct vhost_async *async, enum copy_dir dir)
 {
     return dir == DIR_TX ? get_mode(async) : get_rx_mode(async);
-}
-
-static int
-get_vid(const struct vhost_async *async)
-{
-    int vid;
-
-    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->vid, &vid);
-    return vid;
-}
-
-/* Whether dirty page logging is on (see logging_start()).  The data path
- * reads it after the vring's 'channel', in that order (the compiler
- * barrier, and x86, which does not reorder loads with loads): a sender
- * that finds a channel that the main thread registered while
- * logging_start() ran finds logging on. */
-static inline bool
-logging_on(const struct vhost_async *async)
-{
-    bool logging;
-
-    rte_compiler_barrier();
-    atomic_read_relaxed(&CONST_CAST(struct vhost_async *, async)->logging,
-                        &logging);
-    return logging;
 }
 
 /* The mode of 'dir' that the configuration asks for: the appctl override,
@@ -796,13 +448,7 @@ vhost_async_init(bool iommu, bool postcopy)
     static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
 
     if (ovsthread_once_start(&once)) {
-        pmd_dma_submitted = dp_defer_counter_register("DMA copies submitted");
-        pmd_dma_completed = dp_defer_counter_register("DMA copies completed");
-        pmd_cpu_fallbacks = dp_defer_counter_register("DMA CPU fallbacks");
-        pmd_auto_cpu_copies = dp_defer_counter_register(
-            "auto mode CPU copies");
-        pmd_put_aside = dp_defer_counter_register(
-            "DMA Tx packets put aside, txq locked");
+        vhost_tx_init();
         vhost_rx_init();
         netdev_dpdk_dma_set_users_cb(engine_users);
         fork_iface_error_register(iface_error);
@@ -968,43 +614,24 @@ vhost_async_create(struct netdev *netdev)
     atomic_init(&async->mode, VHOST_COPY_CPU);
     atomic_init(&async->vid, -1);
     atomic_init(&async->reset_requested, false);
-    atomic_init(&async->held_until, 0);
+    atomic_init(&async->tx.held_until, 0);
     async->channel = xcalloc(2 * MAX_TXQ, sizeof *async->channel);
-    async->txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->txqs);
+    async->tx.txqs = xzalloc_cacheline(MAX_TXQ * sizeof *async->tx.txqs);
     for (int i = 0; i < MAX_TXQ; i++) {
-        atomic_init(&async->txqs[i].copies.inflight, 0);
-        atomic_init(&async->txqs[i].copies.dma_mask, 0);
-        atomic_init(&async->txqs[i].orphaned, false);
-        atomic_init(&async->txqs[i].tx_lock, NULL);
-        rte_spinlock_init(&async->txqs[i].vq_lock);
-        atomic_init(&async->txqs[i].held.head, 0);
-        atomic_init(&async->txqs[i].held.tail, 0);
-        atomic_init(&async->txqs[i].held.lost, false);
+        atomic_init(&async->tx.txqs[i].copies.inflight, 0);
+        atomic_init(&async->tx.txqs[i].copies.dma_mask, 0);
+        atomic_init(&async->tx.txqs[i].orphaned, false);
+        atomic_init(&async->tx.txqs[i].tx_lock, NULL);
+        rte_spinlock_init(&async->tx.txqs[i].vq_lock);
+        atomic_init(&async->tx.txqs[i].held.head, 0);
+        atomic_init(&async->tx.txqs[i].held.tail, 0);
+        atomic_init(&async->tx.txqs[i].held.lost, false);
     }
 
     ovs_mutex_lock(&async_mutex);
     ovs_list_push_back(&all_ports, &async->node);
     ovs_mutex_unlock(&async_mutex);
     return async;
-}
-
-static void
-free_rings(struct vhost_async *async)
-{
-    for (int i = 0; i < MAX_TXQ; i++) {
-        struct rte_ring *ring = async->txqs[i].ring;
-
-        if (ring) {
-            void *pkt;
-
-            while (!rte_ring_sc_dequeue(ring, &pkt)) {
-                rte_pktmbuf_free(pkt);
-                vhost_stat_add(&async->stats.tx_failed, 1);
-            }
-            rte_ring_free(ring);
-            async->txqs[i].ring = NULL;
-        }
-    }
 }
 
 /* Destroys 'async' after the vhost driver of its port was unregistered
@@ -1027,14 +654,14 @@ vhost_async_destroy(struct vhost_async *async)
     ovs_list_remove(&async->node);
     ovs_mutex_unlock(&async_mutex);
 
-    free_rings(async);
+    vhost_tx_free_rings(async);
     for (int i = 0; i < MAX_TXQ; i++) {
-        free(async->txqs[i].held.slots);
+        free(async->tx.txqs[i].held.slots);
     }
     ovs_mutex_destroy(&async->lc_mutex);
     free(async->channel);
-    free_cacheline(async->txqs);
-    free_cacheline(async->autos);
+    free_cacheline(async->tx.txqs);
+    free_cacheline(async->tx.autos);
     for (int d = 0; d < N_DIRS; d++) {
         free(async->req[d].option_value);
     }
@@ -1175,221 +802,6 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
 
 /* ---- Completions -------------------------------------------------------- */
 
-/* The most packets vhost takes in one submit (its MAX_PKT_BURST). */
-#define HELD_BURST 32
-
-/* Gives Tx queue 'txq' room to track the copies in flight of a vring of
- * 'vring_size' descriptors.  Only while no sender can submit into the
- * queue's vring (its async channel is not registered yet). */
-static void
-held_init(struct vhost_async_txq *txq, uint16_t vring_size)
-{
-    struct vhost_held *h = &txq->held;
-    uint32_t head, tail;
-    uint32_t n;
-
-    atomic_read_relaxed(&h->head, &head);
-    atomic_read_relaxed(&h->tail, &tail);
-    if ((int32_t) (tail - head) > 0) {
-        /* Copies of an earlier device are still tracked: they will be
-         * freed with that device's queues (reset_queues()). */
-        return;
-    }
-    n = 1u << log_2_ceil(MAX(vring_size, 1) + HELD_BURST);
-    if (!h->slots || h->mask + 1 < n) {
-        free(h->slots);
-        h->slots = xcalloc(n, sizeof *h->slots);
-        h->mask = n - 1;
-    }
-    atomic_store_relaxed(&h->head, 0);
-    atomic_store_relaxed(&h->tail, 0);
-    atomic_store_relaxed(&h->lost, false);
-}
-
-static void
-held_lose(struct vhost_held *h)
-{
-    bool was = atomic_exchange(&h->lost, true);
-
-    if (!was) {
-        vhost_thread_count(&vhost_async_held_lost_vt, NULL);
-    }
-}
-
-/* Before a submit of 'pkts[0..cnt-1]' (at most HELD_BURST): writes them
- * past the tail, where a poller may find them as soon as vhost has them.
- * The caller serializes the queue's senders. */
-static void
-held_push(struct vhost_held *h, struct rte_mbuf **pkts, int cnt)
-{
-    uint32_t head, tail;
-    bool lost;
-
-    atomic_read_relaxed(&h->lost, &lost);
-    if (!h->slots || lost) {
-        return;
-    }
-    atomic_read_relaxed(&h->tail, &tail);
-    atomic_read_explicit(&h->head, &head, memory_order_acquire);
-    if ((int32_t) (tail - head) + cnt > (int32_t) (h->mask + 1)) {
-        held_lose(h);
-        return;
-    }
-    for (int i = 0; i < cnt; i++) {
-        h->slots[(tail + i) & h->mask] = pkts[i];
-    }
-}
-
-/* After that submit: vhost took the first 'n' of them. */
-static void
-held_commit(struct vhost_held *h, int n)
-{
-    uint32_t tail;
-
-    if (h->slots && n) {
-        atomic_read_relaxed(&h->tail, &tail);
-        atomic_store_explicit(&h->tail, tail + n, memory_order_release);
-    }
-}
-
-/* vhost returned 'pkts[0..n-1]': they leave the head.  The caller holds
- * txq_vq_lock(). */
-static void
-held_pop(struct vhost_held *h, struct rte_mbuf **pkts, uint16_t n)
-{
-    uint32_t head;
-    bool lost;
-
-    atomic_read_relaxed(&h->lost, &lost);
-    if (!h->slots || lost || !n) {
-        return;
-    }
-    atomic_read_relaxed(&h->head, &head);
-    for (int i = 0; i < n; i++) {
-        if (h->slots[(head + i) & h->mask] != pkts[i]) {
-            held_lose(h);
-            return;
-        }
-    }
-    atomic_store_explicit(&h->head, head + n, memory_order_release);
-}
-
-/* The device of 'txq' is gone, and with it every copy that vhost still
- * held for it: its fenced engines will never complete them, and vhost will
- * never return their mbufs.  Frees those mbufs (if they are no more than
- * the 'abandoned' copies the clears counted, of all the device's vrings)
- * and returns how many, and starts the tracking again for the next
- * device. */
-static int
-held_release(struct vhost_async_txq *txq, int abandoned)
-{
-    struct vhost_held *h = &txq->held;
-    uint32_t head, tail;
-    int n = 0;
-    bool lost;
-
-    atomic_read_relaxed(&h->lost, &lost);
-    atomic_read_relaxed(&h->head, &head);
-    atomic_read_relaxed(&h->tail, &tail);
-    if (h->slots && !lost && (int32_t) (tail - head) > 0) {
-        n = tail - head;
-        if (n > abandoned) {
-            /* More than vhost held: out of step, so free nothing. */
-            vhost_thread_count(&vhost_async_held_lost_vt, NULL);
-            n = 0;
-        }
-        for (int i = 0; i < n; i++) {
-            rte_pktmbuf_free(h->slots[(head + i) & h->mask]);
-        }
-    }
-    atomic_store_relaxed(&h->head, tail);
-    atomic_store_relaxed(&h->lost, false);
-    return n;
-}
-
-static void
-retire(struct vhost_async *async, struct vhost_async_txq *txq,
-       struct rte_mbuf **pkts, uint16_t n)
-{
-    if (n) {
-        int orig;
-
-        atomic_sub_relaxed(&txq->copies.inflight, n, &orig);
-        vhost_stat_add(&async->stats.completed, n);
-        dp_defer_counter_add(pmd_dma_completed, n);
-        rte_pktmbuf_free_bulk(pkts, n);
-    }
-}
-
-/* The lock of Tx queue 'qid''s vring, taken around vhost's completion
- * polls and clears of it.  Threads that do not hold the txq lock poll
- * completions (the deferred work of every PMD that submitted on the
- * queue, the PMD that polls the port's Rx queue in 'v3' and 'ring' modes),
- * and vhost 24.11 no longer serializes them: it takes its vring lock
- * shared for those calls (exclusive only for a submit), and they are not
- * thread safe (22.11 took it exclusive).  Two polls at once corrupt the
- * vring's async state and, with it, vhost's memory.  A PMD holds it only
- * for a poll, which does not wait for vhost's lock: a clear by vhost's
- * thread, which holds vhost's lock, may wait for it. */
-static inline void
-txq_vq_lock(struct vhost_async *async, int qid)
-{
-    rte_spinlock_lock(&async->txqs[qid].vq_lock);
-}
-
-static inline void
-txq_vq_unlock(struct vhost_async *async, int qid)
-{
-    rte_spinlock_unlock(&async->txqs[qid].vq_lock);
-}
-
-/* Polls the completions of Tx queue 'qid' on dmadev 'dma'.  Returns 0 if
- * another thread is in the vring (as vhost 22.11 did): it polls. */
-static uint16_t
-poll_dma(struct vhost_async *async, int vid, int qid, int16_t dma)
-{
-    struct vhost_async_txq *txq = &async->txqs[qid];
-    struct rte_mbuf *pkts[POLL_BURST];
-    uint16_t n;
-
-    if (!rte_spinlock_trylock(&txq->vq_lock)) {
-        COVERAGE_INC(vhost_async_poll_busy);
-        return 0;
-    }
-    n = rte_vhost_poll_enqueue_completed(vid, TXQ_VRING(qid), pkts,
-                                         POLL_BURST, dma,
-                                         NETDEV_DPDK_DMA_VCHAN);
-    held_pop(&txq->held, pkts, n);
-    rte_spinlock_unlock(&txq->vq_lock);
-    retire(async, txq, pkts, n);
-    return n;
-}
-
-/* Polls the completions of Tx queue 'qid' on every dmadev that may hold
- * its copies.  Returns the number of packets retired. */
-static uint32_t
-poll_all(struct vhost_async *async, int vid, int qid)
-{
-    uint32_t n = 0;
-    uint64_t mask;
-    int16_t dma;
-
-    atomic_read_relaxed(&async->txqs[qid].copies.dma_mask, &mask);
-    VHOST_FOR_EACH_DMA (dma, mask) {
-        n += poll_dma(async, vid, qid, dma);
-    }
-    return n;
-}
-
-static inline int
-inflight(struct vhost_async *async, int qid)
-{
-    int n;
-
-    atomic_read_relaxed(&async->txqs[qid].copies.inflight, &n);
-    return n;
-}
-
 /* "txq 3" or "rxq 3", for messages. */
 static const char *
 vq_name(int vring, char buf[16])
@@ -1405,17 +817,7 @@ static struct vhost_vq_copies *
 vq_copies(struct vhost_async *async, int vring)
 {
     return (vring_is_rx(vring) ? vhost_rx_copies(async->rx, vring_qid(vring))
-            : &async->txqs[vring_qid(vring)].copies);
-}
-
-static inline int
-copies_inflight(const struct vhost_vq_copies *copies)
-{
-    int n;
-
-    atomic_read_relaxed(&CONST_CAST(struct vhost_vq_copies *, copies)
-                        ->inflight, &n);
-    return n;
+            : &async->tx.txqs[vring_qid(vring)].copies);
 }
 
 /* The copies in flight, in every port, of the vrings that dmadev 'dma'
@@ -1463,8 +865,8 @@ vq_inflight(struct vhost_async *async, int vid, int vring, bool locked)
 
 /* Asks for the device of 'async' to be reset (once): vring 'vring' of it
  * is wedged. */
-static void
-request_reset(struct vhost_async *async, int vring)
+void
+vhost_async_request_reset(struct vhost_async *async, int vring)
 {
     bool was;
 
@@ -1481,54 +883,6 @@ request_reset(struct vhost_async *async, int vring)
     }
 }
 
-/* True if every dmadev that may hold 'copies' is out of service: what is in
- * flight can never complete. */
-static bool
-engines_dead(const struct vhost_vq_copies *copies)
-{
-    uint64_t mask;
-
-    atomic_read_relaxed(&CONST_CAST(struct vhost_vq_copies *, copies)
-                        ->dma_mask, &mask);
-    return mask && !(mask & ~netdev_dpdk_dma_retired());
-}
-
-static bool
-txq_engines_dead(struct vhost_async *async, int qid)
-{
-    return engines_dead(&async->txqs[qid].copies);
-}
-
-/* True if Tx queue 'qid' is wedged: copies of it in flight may sit on a
- * dmadev out of service, and the queue's other engines (if any) retired
- * nothing just now.  Such copies never complete, and a queue retires in
- * order, so nothing sent to it after them ever reaches the guest: the
- * device must be reset (requested here).  The caller serializes the
- * queue's senders. */
-static bool
-txq_wedged(struct vhost_async *async, int vid, int qid)
-{
-    uint64_t mask;
-
-    atomic_read_relaxed(&async->txqs[qid].copies.dma_mask, &mask);
-    if (OVS_LIKELY(!(mask & netdev_dpdk_dma_retired()))
-        || inflight(async, qid) <= 0
-        || (!txq_engines_dead(async, qid) && poll_all(async, vid, qid))) {
-        return false;
-    }
-    request_reset(async, TXQ_VRING(qid));
-    return true;
-}
-
-/* Drops 'cnt' packets for a wedged Tx queue.  Returns 'cnt'. */
-static int
-drop_wedged(struct vhost_async *async, struct rte_mbuf **pkts, int cnt)
-{
-    vhost_stat_add(&async->stats.wedged, cnt);
-    rte_pktmbuf_free_bulk(pkts, cnt);
-    return cnt;
-}
-
 /* Takes back 'n' copies of vring 'vring' that a clear completed: a Tx
  * queue's packets are in the guest now, an Rx queue's wait in its stash
  * for the PMD that polls it. */
@@ -1539,7 +893,7 @@ cleared(struct vhost_async *async, int vring, struct rte_mbuf **pkts,
     if (vring_is_rx(vring)) {
         vhost_rx_stash(async->rx, vring_qid(vring), pkts, n);
     } else {
-        retire(async, &async->txqs[vring_qid(vring)], pkts, n);
+        vhost_tx_retire(async, &async->tx.txqs[vring_qid(vring)], pkts, n);
     }
 }
 
@@ -1567,10 +921,10 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
             uint16_t n = UINT16_MAX;
 
             /* A Tx vring's completion pollers hold its lock for one call
-             * at most (see txq_vq_lock()); an Rx vring's are held off by
+             * at most (see vhost_tx_vq_lock()); an Rx vring's are held off by
              * the caller (vhost_rx_lock()). */
             if (!vring_is_rx(vring)) {
-                txq_vq_lock(async, vring_qid(vring));
+                vhost_tx_vq_lock(async, vring_qid(vring));
             }
             if (locked) {
                 n = rte_vhost_clear_queue_thread_unsafe(
@@ -1586,8 +940,9 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
                                           NETDEV_DPDK_DMA_VCHAN);
             }
             if (!vring_is_rx(vring)) {
-                held_pop(&async->txqs[vring_qid(vring)].held, pkts, n);
-                txq_vq_unlock(async, vring_qid(vring));
+                vhost_tx_held_pop(&async->tx.txqs[vring_qid(vring)].held,
+                                  pkts, n);
+                vhost_tx_vq_unlock(async, vring_qid(vring));
             }
             cleared(async, vring, pkts, n);
             n_cleared += n;
@@ -1605,7 +960,8 @@ clear_vq__(struct vhost_async *async, int vid, int vring, bool locked,
         }
     }
     if (!vring_is_rx(vring)) {
-        atomic_store_relaxed(&async->txqs[vring_qid(vring)].orphaned, false);
+        atomic_store_relaxed(&async->tx.txqs[vring_qid(vring)].orphaned,
+                             false);
     }
     return true;
 }
@@ -1743,7 +1099,7 @@ reset_queues(struct vhost_async *async, int left, uint64_t stuck)
         netdev_dpdk_dma_retire(stuck, "it did not complete copies of a "
                                "vhost device that went away");
         for (int qid = 0; qid < MAX_TXQ; qid++) {
-            freed += held_release(&async->txqs[qid], left - freed);
+            freed += vhost_tx_held_release(&async->tx.txqs[qid], left - freed);
         }
         vhost_stat_add(&async->stats.abandoned_freed, freed);
         VLOG_ERR("%s: %d DMA copies abandoned: their engine must not "
@@ -1753,847 +1109,22 @@ reset_queues(struct vhost_async *async, int left, uint64_t stuck)
                  "which they are)", async->name, left, freed, left - freed);
     } else {
         for (int qid = 0; qid < MAX_TXQ; qid++) {
-            held_release(&async->txqs[qid], 0);
+            vhost_tx_held_release(&async->tx.txqs[qid], 0);
         }
     }
     for (int qid = 0; qid < MAX_TXQ; qid++) {
-        atomic_store_relaxed(&async->txqs[qid].copies.inflight, 0);
-        atomic_store_relaxed(&async->txqs[qid].copies.dma_mask, 0);
-        atomic_store_relaxed(&async->txqs[qid].orphaned, false);
+        atomic_store_relaxed(&async->tx.txqs[qid].copies.inflight, 0);
+        atomic_store_relaxed(&async->tx.txqs[qid].copies.dma_mask, 0);
+        atomic_store_relaxed(&async->tx.txqs[qid].orphaned, false);
     }
     vhost_rx_reset(async->rx);
     /* The device that a reset was for is gone. */
     atomic_store_relaxed(&async->reset_requested, false);
 }
 
-/* ---- Sending ------------------------------------------------------------ */
+/* ---- Receiving ---------------------------------------------------------- */
 
-/* Copies 'cnt' packets on the CPU into Tx queue 'qid', which may have an
- * async channel: first waits until none of its copies is in flight, since
- * vhost would otherwise deliver out of order.  The caller serializes the
- * senders of the queue.  Returns the number of packets not sent; frees all
- * packets. */
-static int
-cpu_send(struct vhost_async *async, int vid, int qid,
-         struct rte_mbuf **pkts, int cnt, int max_retries, int *retries,
-         bool chosen)
-{
-    int sent = 0;
-
-    if (inflight(async, qid) > 0) {
-        long long int deadline = time_msec() + 1;
-
-        COVERAGE_INC(vhost_async_cpu_wait);
-        do {
-            poll_all(async, vid, qid);
-        } while (inflight(async, qid) > 0 && time_msec() <= deadline);
-    }
-    if (!inflight(async, qid)) {
-        /* A completion poller of another thread may still come into the
-         * vring, but with nothing left to complete vhost returns before
-         * it touches the vring. */
-        do {
-            int n = rte_vhost_enqueue_burst(vid, TXQ_VRING(qid),
-                                            pkts + sent, cnt - sent);
-            if (!n) {
-                break;
-            }
-            sent += n;
-        } while (sent < cnt && (*retries)++ < max_retries);
-    }
-    if (sent) {
-        if (chosen) {
-            vhost_stat_add(&async->stats.auto_cpu, sent);
-            dp_defer_counter_add(pmd_auto_cpu_copies, sent);
-        } else {
-            vhost_stat_add(&async->stats.cpu_copies, sent);
-            dp_defer_counter_add(pmd_cpu_fallbacks, sent);
-        }
-    }
-    rte_pktmbuf_free_bulk(pkts, cnt);
-    return cnt - sent;
-}
-
-/* 'cpu' mode (and a sender that came before the device's async channels,
- * whatever the mode).  The caller holds the txq lock. */
-static int
-cpu_mode_send(struct vhost_async *async, int vid, int qid,
-              struct rte_mbuf **pkts, int cnt, int max_retries, int *retries,
-              int *n_dma)
-{
-    *n_dma = 0;
-    return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries, false);
-}
-
-/* The calling thread's dmadev for Tx queue 'qid', or -1 if the thread has
- * none or the queue's vring has no async channel: vhost refused to register
- * it (see vhost_async_new_device()), and copies submitted into that vring
- * could never be retired.  Then the queue copies on the CPU. */
-static int16_t
-txq_engine(const struct vhost_async *async, int qid)
-{
-    if (OVS_UNLIKELY(!async->channel[TXQ_VRING(qid)])
-        || OVS_UNLIKELY(logging_on(async))) {
-        return -1;
-    }
-    return netdev_dpdk_dma_get();
-}
-
-/* Submits 'cnt' packets of Tx queue 'qid' to dmadev 'dma'.  Returns the
- * number not taken by vhost (freed here). */
-static int
-dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
-         struct rte_mbuf **pkts, int cnt, int max_retries, int *retries)
-{
-    struct vhost_async_txq *txq = &async->txqs[qid];
-    uint64_t bit = UINT64_C(1) << dma;
-    uint64_t mask;
-    int sent = 0;
-
-    atomic_read_relaxed(&txq->copies.dma_mask, &mask);
-    if (OVS_UNLIKELY(!(mask & bit))) {
-        atomic_or_relaxed(&txq->copies.dma_mask, bit, &mask);
-    }
-
-    for (;;) {
-        int burst = MIN(cnt - sent, HELD_BURST);
-        int n;
-
-        held_push(&txq->held, pkts + sent, burst);
-        n = rte_vhost_submit_enqueue_burst(vid, TXQ_VRING(qid), pkts + sent,
-                                           burst, dma,
-                                           NETDEV_DPDK_DMA_VCHAN);
-        held_commit(&txq->held, n);
-        if (n) {
-            int orig;
-
-            atomic_add_relaxed(&txq->copies.inflight, n, &orig);
-            sent += n;
-        }
-        if (sent == cnt) {
-            break;
-        }
-        if (n == burst) {
-            continue;           /* vhost took the whole burst: the next. */
-        }
-        if ((*retries)++ >= max_retries) {
-            break;
-        }
-        /* The vring or the engine is full: completions make room. */
-        if (!poll_dma(async, vid, qid, dma) && !n) {
-            break;
-        }
-    }
-    if (sent) {
-        vhost_stat_add(&async->stats.submitted, sent);
-        dp_defer_counter_add(pmd_dma_submitted, sent);
-    }
-    if (sent < cnt) {
-        rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
-    }
-    return cnt - sent;
-}
-
-/* 'v3' and 'defer' modes, and the consumer of a ring: sends on the calling
- * thread's dmadev, or on the CPU if it has none.  Stores the number of
- * packets handed to DMA in '*n_dma'.  The caller serializes the queue's
- * senders. */
-static int
-dma_or_cpu_send(struct vhost_async *async, int vid, int qid,
-                struct rte_mbuf **pkts, int cnt, int max_retries,
-                int *retries, int *n_dma)
-{
-    int16_t dma = txq_engine(async, qid);
-    int dropped;
-
-    if (dma < 0) {
-        *n_dma = 0;
-        return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries,
-                        false);
-    }
-    dropped = dma_send(async, vid, qid, dma, pkts, cnt, max_retries,
-                       retries);
-    *n_dma = cnt - dropped;
-    return dropped;
-}
-
-/* Polls until nothing of Tx queue 'qid' is in flight, for at most
- * AUTO_DRAIN_US.  Returns true if nothing is. */
-static bool
-auto_drain(struct vhost_async *async, int vid, int qid)
-{
-    uint64_t deadline = rte_get_timer_cycles()
-                        + rte_get_timer_hz() / 1000000 * AUTO_DRAIN_US;
-
-    while (inflight(async, qid) > 0) {
-        poll_all(async, vid, qid);
-        if (rte_get_timer_cycles() > deadline) {
-            return inflight(async, qid) <= 0;
-        }
-    }
-    return true;
-}
-
-/* 'auto' mode: sends a burst on the path that the queue's policy chooses,
- * and tells the policy what it cost.  The caller holds the txq lock. */
-static int
-auto_send(struct vhost_async *async, int vid, int qid,
-          struct rte_mbuf **pkts, int cnt, int max_retries, int *retries,
-          int *n_dma)
-{
-    struct vhost_auto *a = &async->autos[qid];
-    int16_t dma = txq_engine(async, qid);
-    enum vhost_auto_path cur, path;
-    uint64_t bytes = 0;
-    uint64_t start;
-    uint32_t avg;
-    int dropped;
-
-    for (int i = 0; i < cnt; i++) {
-        bytes += rte_pktmbuf_pkt_len(pkts[i]);
-    }
-    avg = bytes / cnt;
-
-    if (dma < 0) {
-        /* This thread has no engine: a fallback, which must not change the
-         * queue's choice for the threads that have one. */
-        *n_dma = 0;
-        return cpu_send(async, vid, qid, pkts, cnt, max_retries, retries,
-                        false);
-    }
-    cur = vhost_auto_path(a);
-    path = vhost_auto_choose(a, avg);
-    if (path != cur && path == VHOST_AUTO_CPU && inflight(async, qid) > 0) {
-        /* To the CPU only once the queue's copies are done, so that the
-         * guest sees the queue's packets in order.  An engine that falls
-         * behind may take a long time: rather than wait, and send on DMA
-         * meanwhile, the queue puts packets aside until then. */
-        struct vhost_async_txq *txq = &async->txqs[qid];
-
-        poll_all(async, vid, qid);
-        if (inflight(async, qid) > 0 && txq->ring && !txq->flushing) {
-            txq->leaving = true;
-            *n_dma = 0;
-            return cnt - set_aside(async, qid, pkts, cnt, ASIDE_LEAVING);
-        }
-        if (!auto_drain(async, vid, qid)) {
-            path = cur;
-        }
-    }
-    if (path != cur) {
-        vhost_auto_switched(a, path);
-    }
-
-    start = rte_get_tsc_cycles();
-    if (path == VHOST_AUTO_DMA) {
-        dropped = dma_send(async, vid, qid, dma, pkts, cnt, max_retries,
-                           retries);
-        *n_dma = cnt - dropped;
-    } else {
-        dropped = cpu_send(async, vid, qid, pkts, cnt, max_retries,
-                           retries, true);
-        *n_dma = 0;
-    }
-    vhost_auto_record(a, path, start, rte_get_tsc_cycles() - start, cnt,
-                      cnt - dropped, inflight(async, qid));
-    return dropped;
-}
-
-static bool
-auto_enter(struct vhost_async *async, int n_txq, bool again)
-{
-    if (!again) {
-        if (!async->autos) {
-            async->autos = xzalloc_cacheline(MAX_TXQ * sizeof *async->autos);
-        }
-        for (int qid = 0; qid < MAX_TXQ; qid++) {
-            vhost_auto_reset(&async->autos[qid], VHOST_AUTO_BACKLOG_MAX);
-        }
-    }
-    return aside_enter(async, n_txq, again);
-}
-
-static void
-auto_retired(struct vhost_async *async, int qid, uint64_t cycles, uint32_t n)
-{
-    if (async->autos) {
-        vhost_auto_retired(&async->autos[qid], cycles, n);
-    }
-}
-
-static void
-auto_format_txq(struct ds *reply, const struct vhost_async *async, int qid)
-{
-    if (async->autos) {
-        vhost_auto_format(reply, &async->autos[qid]);
-        ds_put_cstr(reply, "; ");
-    }
-}
-
-static bool send_put_aside(struct vhost_async *, const struct copy_mode *,
-                           int vid, int qid, bool drain);
-static bool defer_work(void *aux, int qid, bool drain, uint32_t *n_retired);
-
-/* Leaves Tx queue 'qid' of 'async' to the port's sweepers (sweep_port()):
- * its copies in flight if 'orphaned' (no deferred work list polls them),
- * and whatever waits in its ring. */
-static void
-leave_to_sweepers(struct vhost_async *async, int qid, bool orphaned)
-{
-    if (orphaned) {
-        /* After the copies were counted (see sweep_orphaned()). */
-        atomic_store(&async->txqs[qid].orphaned, true);
-    }
-    atomic_store_relaxed(&async->sweep, true);
-}
-
-/* Queues the deferred work of Tx queue 'qid' in the calling thread's list,
- * 'n' more copies in flight.  A thread without a list (or whose list is
- * full) leaves the queue to the sweepers: the work is never run inline,
- * since the caller may hold a lock it takes. */
-static void
-defer_or_sweep(struct vhost_async *async, int qid, uint32_t n)
-{
-    if (!dp_defer_submit(defer_work, async, qid, n)) {
-        COVERAGE_INC(vhost_async_tx_no_list);
-        leave_to_sweepers(async, qid, n > 0);
-    }
-}
-
-/* True if senders put packets aside on Tx queue 'qid' that wait for its
- * lock. */
-static inline bool
-has_put_aside(const struct vhost_async *async, int qid)
-{
-    const struct rte_ring *ring = async->txqs[qid].ring;
-
-    return ring && !rte_ring_empty(ring);
-}
-
-/* The deferred work of a PMD that submitted on Tx queue 'qid', or put
- * packets aside there. */
-static bool
-defer_work(void *aux, int qid, bool drain, uint32_t *n_retired)
-{
-    struct vhost_async *async = aux;
-    const struct copy_mode *mode = mode_of(async);
-    int vid = get_vid(async);
-    bool waiting = false;
-    uint64_t start = 0;
-    int16_t dma;
-
-    *n_retired = 0;
-    if (vid < 0) {
-        /* The device went away and destroy_device() cleared everything,
-         * what was put aside included (freed, and counted as Tx
-         * failures). */
-        return false;
-    }
-    if (mode->puts_aside && OVS_UNLIKELY(has_put_aside(async, qid))) {
-        waiting = !send_put_aside(async, mode, vid, qid, drain);
-    }
-    if (inflight(async, qid) <= 0) {
-        return waiting;
-    }
-    if (mode->retired) {
-        /* The mode weighs what retiring DMA copies costs. */
-        start = rte_get_tsc_cycles();
-    }
-    dma = netdev_dpdk_dma_get();
-    if (drain || dma < 0) {
-        *n_retired = poll_all(async, vid, qid);
-    } else {
-        *n_retired = poll_dma(async, vid, qid, dma);
-    }
-    if (mode->retired && *n_retired) {
-        mode->retired(async, qid, rte_get_tsc_cycles() - start, *n_retired);
-    }
-    if (inflight(async, qid) <= 0) {
-        return waiting;
-    }
-    if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
-        /* Nothing will come back: reset the device, even if nothing is
-         * sent to the queue any more. */
-        request_reset(async, TXQ_VRING(qid));
-    }
-    if (drain) {
-        /* The drain is bounded: if it gives up, the queue's next sender
-         * (or the port's Rx poller) polls what this thread leaves
-         * behind. */
-        leave_to_sweepers(async, qid, true);
-    }
-    return true;
-}
-
-/* Polls every dmadev of Tx queue 'qid' if a PMD's drain left copies there
- * that no deferred work list polls any more.  Called by a sender, which
- * holds the queue's lock, or by a sweeper (sweep_port()), which does not:
- * the polls themselves are serialized by txq_vq_lock(). */
-static inline void
-sweep_orphaned(struct vhost_async *async, int vid, int qid)
-{
-    bool orphaned;
-
-    atomic_read_relaxed(&async->txqs[qid].orphaned, &orphaned);
-    if (OVS_UNLIKELY(orphaned)) {
-        poll_all(async, vid, qid);
-        if (inflight(async, qid) <= 0) {
-            /* A drain may leave copies here between that test and the
-             * exchange, from another thread.  It counted them before it
-             * set the flag (leave_to_sweepers()), and the exchange reads
-             * its store: the count is then seen, and the flag restored. */
-            atomic_exchange(&async->txqs[qid].orphaned, false);
-            if (inflight(async, qid) > 0) {
-                atomic_store(&async->txqs[qid].orphaned, true);
-            }
-        }
-    }
-}
-
-/* 'ring' mode: lock-free, into the queue's ring, which ring_rx_work()
- * drains. */
-static int
-ring_send(struct vhost_async *async, int vid OVS_UNUSED, int qid,
-          struct rte_mbuf **pkts, int cnt, int max_retries OVS_UNUSED,
-          int *retries OVS_UNUSED, int *n_dma)
-{
-    struct rte_ring *ring = async->txqs[qid].ring;
-    unsigned int n = 0;
-
-    *n_dma = 0;
-    if (OVS_LIKELY(ring)) {
-        n = rte_ring_mp_enqueue_burst(ring, (void **) pkts, cnt, NULL);
-    }
-    if (n < cnt) {
-        vhost_stat_add(&async->stats.ring_full, cnt - n);
-        rte_pktmbuf_free_bulk(pkts + n, cnt - n);
-    }
-    return cnt - n;
-}
-
-bool
-vhost_async_active(const struct vhost_async *async)
-{
-    return mode_of(async)->dma;
-}
-
-/* True while netdev-dpdk/vhost-txq-hold has the senders of 'async' find its
- * Tx queue locks taken. */
-static inline bool
-txqs_held(struct vhost_async *async)
-{
-    long long int until;
-
-    atomic_read_relaxed(&async->held_until, &until);
-    if (OVS_LIKELY(!until)) {
-        return false;
-    }
-    if (time_msec() < until) {
-        return true;
-    }
-    /* Expired (unless a new hold came meanwhile). */
-    atomic_compare_exchange_strong(&async->held_until, &until, 0);
-    return false;
-}
-
-/* Takes Tx queue lock 'tx_lock' of 'async' if it is free. */
-static inline bool
-txq_trylock(struct vhost_async *async, rte_spinlock_t *tx_lock)
-{
-    return !txqs_held(async) && rte_spinlock_trylock(tx_lock);
-}
-
-/* Waits for Tx queue lock 'tx_lock' of 'async', which another thread holds,
- * and takes it.  A thread without a deferred work list (the main thread)
- * gives up after TXQ_LOCK_WAIT_MAX_MS: then returns false. */
-static bool
-txq_lock(struct vhost_async *async, rte_spinlock_t *tx_lock)
-{
-    long long int deadline = LLONG_MAX;
-
-    COVERAGE_INC(vhost_async_tx_contention);
-    if (!dp_defer_has_list()) {
-        deadline = time_msec() + TXQ_LOCK_WAIT_MAX_MS;
-    }
-    while (!txq_trylock(async, tx_lock)) {
-        if (deadline != LLONG_MAX && time_msec() > deadline) {
-            COVERAGE_INC(vhost_async_lock_wait_drop);
-            return false;
-        }
-        rte_pause();
-    }
-    return true;
-}
-
-/* Sends up to 'max_bursts' bursts from the ring of Tx queue 'qid' with
- * 'send'.  The caller serializes the ring's consumers.  The packets were
- * counted as sent when they went into the ring, so those that cannot be
- * sent now are counted as async drops.  Returns the number handed to DMA. */
-static int
-send_from_ring(struct vhost_async *async, int vid, int qid, send_func *send,
-               int max_bursts)
-{
-    struct rte_ring *ring = async->txqs[qid].ring;
-    int n_dma = 0;
-
-    for (int i = 0; ring && i < max_bursts; i++) {
-        struct rte_mbuf *pkts[POLL_BURST];
-        int lost, retries = 0, n;
-
-        n = rte_ring_sc_dequeue_burst(ring, (void **) pkts, POLL_BURST,
-                                      NULL);
-        if (!n) {
-            break;
-        }
-        if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
-            lost = drop_wedged(async, pkts, n);
-        } else {
-            int dma = 0;
-
-            lost = send(async, vid, qid, pkts, n, VHOST_ASYNC_RING_RETRIES,
-                        &retries, &dma);
-            n_dma += dma;
-        }
-        if (lost) {
-            vhost_stat_add(&async->stats.tx_failed, lost);
-        }
-    }
-    return n_dma;
-}
-
-/* Sends 'cnt' packets on Tx queue 'qid' in 'mode', whose lock the caller
- * holds: first what senders put aside while the lock was taken, so that
- * each sender's packets stay in order, then 'pkts'.  Returns the number of
- * 'pkts' dropped and stores the number of packets handed to DMA in
- * '*n_dma'. */
-static int
-locked_send(struct vhost_async *async, const struct copy_mode *mode,
-            int vid, int qid, struct rte_mbuf **pkts, int cnt,
-            int max_retries, int *retries, int *n_dma)
-{
-    int dropped = 0;
-
-    *n_dma = 0;
-    if (mode->dma) {
-        sweep_orphaned(async, vid, qid);
-    }
-    if (mode->puts_aside && async->txqs[qid].ring) {
-        struct vhost_async_txq *txq = &async->txqs[qid];
-
-        if (mode->pre_send
-            && mode->pre_send(async, mode, vid, qid, pkts, cnt, &dropped)) {
-            return dropped;
-        }
-        if (cnt && !dp_defer_has_list() && inflight(async, qid) > 0) {
-            /* A sender without a work list (the main thread: OpenFlow
-             * packet-outs) has no engine and must not wait for one: its
-             * packets wait in the ring for the copies in flight, and the
-             * queue's next sender or the sweepers send them. */
-            COVERAGE_ADD(vhost_async_tx_no_list, cnt);
-            return cnt - set_aside(async, qid, pkts, cnt, ASIDE_NO_LIST);
-        }
-        txq->flushing = true;
-        *n_dma += send_from_ring(async, vid, qid, mode->send,
-                                 RING_SIZE / POLL_BURST);
-        txq->flushing = false;
-    }
-    if (!cnt) {
-        return 0;
-    }
-    if (OVS_UNLIKELY(mode->dma && txq_wedged(async, vid, qid))) {
-        dropped = drop_wedged(async, pkts, cnt);
-    } else {
-        int n = 0;
-
-        dropped = mode->send(async, vid, qid, pkts, cnt, max_retries,
-                             retries, &n);
-        *n_dma += n;
-    }
-    return dropped;
-}
-
-/* 'auto''s pre_send: a queue leaving DMA (auto_send() set 'leaving') keeps
- * what comes in its ring, behind its copies in flight, until they are
- * done, so that the guest sees the queue's packets in order. */
-static bool
-auto_pre_send(struct vhost_async *async, const struct copy_mode *mode,
-              int vid, int qid, struct rte_mbuf **pkts, int cnt, int *unsent)
-{
-    struct vhost_async_txq *txq = &async->txqs[qid];
-
-    if (OVS_LIKELY(!txq->leaving)) {
-        return false;
-    }
-    if (inflight(async, qid) > 0) {
-        poll_all(async, vid, qid);
-    }
-    if (OVS_UNLIKELY(txq_wedged(async, vid, qid))) {
-        /* Copies that an engine out of service holds never complete: the
-         * queue would leave DMA never, and put everything aside for good.
-         * Its device is reset; meanwhile what waits and what comes is
-         * dropped, counted. */
-        send_from_ring(async, vid, qid, mode->send, RING_SIZE / POLL_BURST);
-        txq->leaving = false;
-        *unsent = cnt ? drop_wedged(async, pkts, cnt) : 0;
-        return true;
-    }
-    if (inflight(async, qid) > 0) {
-        /* Still leaving DMA: 'pkts' joins what waits. */
-        *unsent = cnt ? cnt - set_aside(async, qid, pkts, cnt,
-                                        ASIDE_LEAVING) : 0;
-        return true;
-    }
-    txq->leaving = false;
-    return false;
-}
-
-/* Remembers 'tx_lock' as the lock of Tx queue 'qid', for the work items
- * that send what is put aside there. */
-static void
-note_tx_lock(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock)
-{
-    rte_spinlock_t *known;
-
-    atomic_read_relaxed(&async->txqs[qid].tx_lock, &known);
-    if (OVS_UNLIKELY(known != tx_lock)) {
-        atomic_store_relaxed(&async->txqs[qid].tx_lock, tx_lock);
-    }
-}
-
-/* A sender in a 'puts_aside' mode that found the lock 'tx_lock' of Tx queue
- * 'qid' taken: instead of waiting for it, puts what it can of 'pkts' into
- * the queue's ring, which the lock's next holder sends first, and queues a
- * work item that sends them itself if nobody else does.  Returns the number
- * of packets put aside. */
-static int
-put_aside(struct vhost_async *async, int qid, rte_spinlock_t *tx_lock,
-          struct rte_mbuf **pkts, int cnt)
-{
-    if (!async->txqs[qid].ring) {
-        return 0;
-    }
-    note_tx_lock(async, qid, tx_lock);
-    return set_aside(async, qid, pkts, cnt, ASIDE_LOCKED);
-}
-
-/* Puts what it can of 'pkts' into the ring of Tx queue 'qid', whose lock
- * is known (note_tx_lock()), and queues a work item that sends them if
- * nobody else does (or leaves them to the sweepers).  Unless the lock was
- * taken ('why' is ASIDE_LOCKED: the caller then waits for it), frees what
- * does not fit.  Returns the number of packets put aside. */
-static int
-set_aside(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
-          int cnt, enum aside_why why)
-{
-    unsigned int n = rte_ring_mp_enqueue_burst(async->txqs[qid].ring,
-                                               (void **) pkts, cnt, NULL);
-
-    if (n) {
-        switch (why) {
-        case ASIDE_LOCKED:
-            COVERAGE_ADD(vhost_async_tx_deferred, n);
-            vhost_stat_add(&async->stats.put_aside, n);
-            dp_defer_counter_add(pmd_put_aside, n);
-            break;
-        case ASIDE_LEAVING:
-            COVERAGE_ADD(vhost_async_auto_leaving, n);
-            vhost_stat_add(&async->stats.held_back, n);
-            break;
-        case ASIDE_NO_LIST:
-            vhost_stat_add(&async->stats.held_back, n);
-            break;
-        }
-        defer_or_sweep(async, qid, 0);
-    }
-    if (why != ASIDE_LOCKED && n < cnt) {
-        rte_pktmbuf_free_bulk(pkts + n, cnt - n);
-    }
-    return n;
-}
-
-/* From the deferred work list of a sender that put packets aside on Tx
- * queue 'qid': sends what is still aside if the queue's lock is free (in a
- * 'drain', once it is, for at most DP_DEFER_DRAIN_MAX_MS).  Returns false
- * if the packets must wait. */
-static bool
-send_put_aside(struct vhost_async *async, const struct copy_mode *mode,
-               int vid, int qid, bool drain)
-{
-    struct vhost_async_txq *txq = &async->txqs[qid];
-    rte_spinlock_t *tx_lock;
-    int retries = 0, n_dma;
-
-    atomic_read_relaxed(&txq->tx_lock, &tx_lock);
-    if (!txq_trylock(async, tx_lock)) {
-        long long int deadline;
-
-        if (!drain) {
-            return false;
-        }
-        deadline = time_msec() + DP_DEFER_DRAIN_MAX_MS;
-        do {
-            if (time_msec() > deadline) {
-                VLOG_WARN_RL(&lc_rl, "%s: txq %d: %u packets put aside stay "
-                             "there for the queue's next sender: its lock "
-                             "was taken for %d ms", async->name, qid,
-                             rte_ring_count(txq->ring),
-                             DP_DEFER_DRAIN_MAX_MS);
-                return false;
-            }
-            rte_pause();
-        } while (!txq_trylock(async, tx_lock));
-    }
-    locked_send(async, mode, vid, qid, NULL, 0, 0, &retries, &n_dma);
-    rte_spinlock_unlock(tx_lock);
-    if (n_dma) {
-        defer_or_sweep(async, qid, n_dma);
-    }
-    /* 'auto' leaving DMA keeps packets aside until its copies are done. */
-    return !has_put_aside(async, qid);
-}
-
-int
-vhost_async_send(struct vhost_async *async, int vid, int qid,
-                 struct rte_mbuf **pkts, int cnt, int max_retries,
-                 int *retries, rte_spinlock_t *tx_lock)
-{
-    const struct copy_mode *mode = mode_of(async);
-    int dropped, n_dma;
-
-    *retries = 0;
-    if (!cnt) {
-        return 0;
-    }
-    if (OVS_UNLIKELY(qid >= MAX_TXQ)) {
-        rte_pktmbuf_free_bulk(pkts, cnt);
-        return cnt;
-    }
-    if (OVS_UNLIKELY(get_vid(async) != vid)) {
-        /* A new device whose async channels are not registered yet (or a
-         * device going away): vhost would refuse async submissions, with
-         * an error log per burst.  Nothing of it is in flight: copy on the
-         * CPU. */
-        mode = &copy_modes[VHOST_COPY_CPU];
-    }
-    if (!mode->tx_lock) {
-        return mode->send(async, vid, qid, pkts, cnt, max_retries, retries,
-                          &n_dma);
-    }
-
-    if (OVS_UNLIKELY(!txq_trylock(async, tx_lock))) {
-        /* What a sender without a work list (the main thread) puts aside
-         * is sent by the port's sweepers once the lock is free. */
-        int n = mode->puts_aside ? put_aside(async, qid, tx_lock, pkts, cnt)
-                                 : 0;
-
-        if (n == cnt) {
-            return 0;
-        }
-        /* The ring is full (or there is none): wait. */
-        pkts += n;
-        cnt -= n;
-        if (!txq_lock(async, tx_lock)) {
-            vhost_stat_add(&async->stats.lock_drops, cnt);
-            rte_pktmbuf_free_bulk(pkts, cnt);
-            return cnt;
-        }
-    }
-    if (mode->puts_aside) {
-        note_tx_lock(async, qid, tx_lock);
-    }
-    dropped = locked_send(async, mode, vid, qid, pkts, cnt, max_retries,
-                          retries, &n_dma);
-    rte_spinlock_unlock(tx_lock);
-
-    if (n_dma && mode->sender_retires) {
-        defer_or_sweep(async, qid, n_dma);
-    }
-    return dropped;
-}
-
-/* 'v3' and 'ring' modes: the PMD that polls the port's Rx queue 'qid'
- * retires the copies of its Tx queue 'qid'. */
-static void
-rx_poll_completions(struct vhost_async *async, int vid, int qid)
-{
-    if (inflight(async, qid) > 0) {
-        poll_all(async, vid, qid);
-        if (inflight(async, qid) > 0) {
-            /* This thread polls these copies: it must not sleep. */
-            dp_defer_keep_awake();
-            if (OVS_UNLIKELY(txq_engines_dead(async, qid))) {
-                request_reset(async, TXQ_VRING(qid));
-            }
-        }
-    }
-}
-
-/* 'ring' mode: the PMD that polls the port's Rx queue 'qid' is the single
- * consumer of the ring of Tx queue 'qid': it submits what the senders put
- * there, then retires. */
-static void
-ring_rx_work(struct vhost_async *async, int vid, int qid)
-{
-    struct rte_ring *ring = async->txqs[qid].ring;
-
-    if (ring) {
-        send_from_ring(async, vid, qid, dma_or_cpu_send, 1);
-        if (!rte_ring_empty(ring)) {
-            dp_defer_keep_awake();
-        }
-    }
-    rx_poll_completions(async, vid, qid);
-}
-
-/* What no deferred work list takes care of, from the PMDs that poll the
- * port's Rx queues: copies that a drain left behind or that a thread
- * without room in its list submitted (polled here), and packets that a
- * sender without a list put aside (sent here, once the lock is free). */
-static void
-sweep_port(struct vhost_async *async, int vid)
-{
-    const struct copy_mode *mode = mode_of(async);
-    bool again = false;
-
-    if (!atomic_exchange(&async->sweep, false)) {
-        return;
-    }
-    COVERAGE_INC(vhost_async_swept);
-    for (int qid = 0; qid < async->n_txq; qid++) {
-        bool orphaned;
-
-        sweep_orphaned(async, vid, qid);
-        atomic_read_relaxed(&async->txqs[qid].orphaned, &orphaned);
-        if (orphaned
-            || (mode->puts_aside && has_put_aside(async, qid)
-                && !send_put_aside(async, mode, vid, qid, false))) {
-            again = true;
-        }
-    }
-    if (again) {
-        atomic_store_relaxed(&async->sweep, true);
-        dp_defer_keep_awake();
-    }
-}
-
-void
-vhost_async_rx_hook(struct vhost_async *async, int vid, int qid)
-{
-    const struct copy_mode *mode = mode_of(async);
-    bool sweep;
-
-    if (qid >= MAX_TXQ || get_vid(async) != vid) {
-        return;
-    }
-    atomic_read_relaxed(&async->sweep, &sweep);
-    if (OVS_UNLIKELY(sweep)) {
-        sweep_port(async, vid);
-    }
-    if (mode->rx_work) {
-        mode->rx_work(async, vid, qid);
-    }
-}
-
+/* Rx queues copy in netdev-dpdk-vhost-rx.c: this picks the mode. */
 uint16_t
 vhost_async_dequeue(struct vhost_async *async, int vid, int qid,
                     struct rte_mempool *mp, struct rte_mbuf **pkts,
@@ -2619,7 +1150,7 @@ vhost_async_dequeue(struct vhost_async *async, int vid, int qid,
             /* The guest's packets behind copies that only engines out of
              * service hold can never be received: its transmit queue is
              * stuck until the device is reset, as a wedged Tx queue's. */
-            request_reset(async, RXQ_VRING(qid));
+            vhost_async_request_reset(async, RXQ_VRING(qid));
         }
     }
     return n;
@@ -2650,7 +1181,7 @@ set_channels(struct vhost_async *async, int vid, unsigned int dirs_mask,
             if (!vring_is_rx(vr)
                 && !rte_vhost_get_vhost_vring(vid, vr, &vring)) {
                 /* No sender submits into it before the channel is up. */
-                held_init(&async->txqs[vring_qid(vr)], vring.size);
+                vhost_tx_held_init(&async->tx.txqs[vring_qid(vr)], vring.size);
             }
             err = locked
                   ? rte_vhost_async_channel_register_thread_unsafe(vid, vr)
@@ -3096,7 +1627,7 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
                      &stuck);
     reset_queues(async, left, stuck);
     for (int i = 0; i < MAX_TXQ; i++) {
-        struct rte_ring *ring = async->txqs[i].ring;
+        struct rte_ring *ring = async->tx.txqs[i].ring;
         void *pkt;
 
         while (ring && !rte_ring_sc_dequeue(ring, &pkt)) {
@@ -3189,68 +1720,6 @@ vhost_async_vring_state_changed(int vid, uint16_t vring, int enable)
     return forward;
 }
 
-/* Moves everything waiting in the rings of 'async' to the guest on the CPU
- * (nothing of the queue is in flight any more). */
-static void
-flush_rings(struct vhost_async *async, int vid)
-{
-    for (int qid = 0; vid >= 0 && qid < MAX_TXQ; qid++) {
-        send_from_ring(async, vid, qid, cpu_mode_send, INT_MAX);
-    }
-}
-
-static bool
-alloc_rings(struct vhost_async *async, int n_txq)
-{
-    static atomic_count ring_seq = ATOMIC_COUNT_INIT(0);
-
-    for (int qid = 0; qid < n_txq && qid < MAX_TXQ; qid++) {
-        char name[RTE_RING_NAMESIZE];
-
-        if (async->txqs[qid].ring) {
-            continue;
-        }
-        snprintf(name, sizeof name, "ovs_vha_%u",
-                 atomic_count_inc(&ring_seq));
-        async->txqs[qid].ring = rte_ring_create(name, RING_SIZE,
-                                                SOCKET_ID_ANY,
-                                                RING_F_SC_DEQ);
-        if (!async->txqs[qid].ring) {
-            VLOG_ERR("%s: cannot create the Tx ring of queue %d (%s)",
-                     async->name, qid, rte_strerror(rte_errno));
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool
-ring_enter(struct vhost_async *async, int n_txq, bool again)
-{
-    if (!alloc_rings(async, n_txq) && !again) {
-        free_rings(async);
-        return false;
-    }
-    return true;
-}
-
-static void
-ring_leave(struct vhost_async *async, int vid)
-{
-    flush_rings(async, vid);
-    free_rings(async);
-}
-
-/* 'defer' and 'auto': the rings where senders put packets aside while a
- * queue's lock is taken.  A queue without one (out of memory, logged) has
- * its senders wait for the lock. */
-static bool
-aside_enter(struct vhost_async *async, int n_txq, bool again OVS_UNUSED)
-{
-    alloc_rings(async, n_txq);
-    return true;
-}
-
 /* The mode of 'dir' that the port is to use: the requested one, or 'cur'
  * (logged once) if it cannot be used. */
 static int
@@ -3291,7 +1760,7 @@ reset_dead_vring(struct vhost_async *async, unsigned int dirs_mask)
 
         if (vring_in(vr, dirs_mask) && copies_inflight(copies) > 0
             && engines_dead(copies)) {
-            request_reset(async, vr);
+            vhost_async_request_reset(async, vr);
             return;
         }
     }
@@ -3342,12 +1811,12 @@ reconfigure_tx(struct vhost_async *async, int vid, int n_txq)
     enum vhost_copy_mode cur = get_mode(async);
     enum vhost_copy_mode req = mode_to_apply(async, DIR_TX, cur);
 
-    async->n_txq = MIN(n_txq, MAX_TXQ);
+    async->tx.n_txq = MIN(n_txq, MAX_TXQ);
     if (req == cur) {
-        if (copy_modes[cur].enter) {
-            copy_modes[cur].enter(async, n_txq, true);
+        if (vhost_copy_modes[cur].enter) {
+            vhost_copy_modes[cur].enter(async, n_txq, true);
         }
-        if (copy_modes[cur].dma && vid >= 0) {
+        if (vhost_copy_modes[cur].dma && vid >= 0) {
             set_channels(async, vid, DIR_BIT(DIR_TX), true, false);
         }
         return;
@@ -3357,22 +1826,22 @@ reconfigure_tx(struct vhost_async *async, int vid, int n_txq)
     if (!switch_ready(async, vid, DIR_TX, cur, req)) {
         return;
     }
-    if (copy_modes[cur].leave) {
-        copy_modes[cur].leave(async, vid);
+    if (vhost_copy_modes[cur].leave) {
+        vhost_copy_modes[cur].leave(async, vid);
     }
-    if (copy_modes[req].enter && !copy_modes[req].enter(async, n_txq,
-                                                        false)) {
+    if (vhost_copy_modes[req].enter
+        && !vhost_copy_modes[req].enter(async, n_txq, false)) {
         VLOG_ERR("%s: cannot use vhost copy mode %s; using %s",
-                 async->name, copy_modes[req].name,
-                 copy_modes[VHOST_COPY_CPU].name);
+                 async->name, vhost_copy_modes[req].name,
+                 vhost_copy_modes[VHOST_COPY_CPU].name);
         req = VHOST_COPY_CPU;
     }
-    if (vid >= 0 && copy_modes[req].dma) {
+    if (vid >= 0 && vhost_copy_modes[req].dma) {
         set_channels(async, vid, DIR_BIT(DIR_TX), true, false);
     }
     atomic_store_relaxed(&async->mode, req);
     VLOG_INFO("%s: vhost copy mode changed from %s to %s", async->name,
-              copy_modes[cur].name, copy_modes[req].name);
+              vhost_copy_modes[cur].name, vhost_copy_modes[req].name);
 }
 
 /* A queue that leaves DMA for the CPU has its copies cleared here: the
@@ -3440,10 +1909,10 @@ auto_counts(const struct vhost_async *async, uint64_t *to_dma,
             uint64_t *to_cpu, uint64_t *capped)
 {
     *to_dma = *to_cpu = *capped = 0;
-    for (int i = 0; async->autos && i < async->n_txq; i++) {
-        *to_dma += vhost_auto_switches(&async->autos[i], VHOST_AUTO_DMA);
-        *to_cpu += vhost_auto_switches(&async->autos[i], VHOST_AUTO_CPU);
-        *capped += vhost_auto_capped(&async->autos[i]);
+    for (int i = 0; async->tx.autos && i < async->tx.n_txq; i++) {
+        *to_dma += vhost_auto_switches(&async->tx.autos[i], VHOST_AUTO_DMA);
+        *to_cpu += vhost_auto_switches(&async->tx.autos[i], VHOST_AUTO_CPU);
+        *capped += vhost_auto_capped(&async->tx.autos[i]);
     }
 }
 
@@ -3456,7 +1925,7 @@ vhost_async_get_custom_stats(const struct vhost_async *async,
 
     flush_vhost_thread_counts();
     for (int i = 0; i < MAX_TXQ; i++) {
-        int v = inflight(CONST_CAST(struct vhost_async *, async), i);
+        int v = vhost_tx_inflight(CONST_CAST(struct vhost_async *, async), i);
 
         in_flight += MAX(v, 0);
     }
@@ -3702,34 +2171,34 @@ format_port(struct ds *reply, const struct vhost_async *async, int n_engines)
     put_no_engine(reply, async, DIR_RX, n_engines);
     ds_put_format(reply, "  live migration: %s\n", migration_state(async));
     rings_locked = !ovs_mutex_trylock(&a->lc_mutex);
-    for (int qid = 0; qid < async->n_txq; qid++) {
-        int n = inflight(a, qid);
+    for (int qid = 0; qid < async->tx.n_txq; qid++) {
+        int n = vhost_tx_inflight(a, qid);
 
-        if (!copy_modes[cur].dma && !n) {
+        if (!vhost_copy_modes[cur].dma && !n) {
             continue;
         }
         ds_put_format(reply, "  txq %d: ", qid);
-        if (copy_modes[cur].format_txq) {
-            copy_modes[cur].format_txq(reply, async, qid);
+        if (vhost_copy_modes[cur].format_txq) {
+            vhost_copy_modes[cur].format_txq(reply, async, qid);
         }
         ds_put_format(reply, "%d copies in flight", n);
-        if (n > 0 && txq_engines_dead(a, qid)) {
+        if (n > 0 && vhost_tx_engines_dead(a, qid)) {
             ds_put_cstr(reply, " (on a DMA engine out of service)");
         }
         /* Rings change under 'lc_mutex', which a reconfiguration may hold
          * while it waits for an engine: then skip their counts. */
-        if (rings_locked && async->txqs[qid].ring) {
-            ds_put_format(reply, copy_modes[cur].puts_aside
+        if (rings_locked && async->tx.txqs[qid].ring) {
+            ds_put_format(reply, vhost_copy_modes[cur].puts_aside
                                  ? ", %u packets put aside"
                                  : ", %u packets in ring",
-                          rte_ring_count(async->txqs[qid].ring));
+                          rte_ring_count(async->tx.txqs[qid].ring));
         }
         ds_put_char(reply, '\n');
     }
     if (rings_locked) {
         ovs_mutex_unlock(&a->lc_mutex);
     }
-    for (int qid = 0; qid < async->n_txq; qid++) {
+    for (int qid = 0; qid < async->tx.n_txq; qid++) {
         struct vhost_vq_copies *copies = vhost_rx_copies(a->rx, qid);
 
         if (vhost_rx_mode_dma(rx_cur) || copies_inflight(copies) > 0
@@ -3854,14 +2323,14 @@ txq_hold(struct unixctl_conn *conn, int argc, const char *argv[],
         return;
     }
     if (hold) {
-        atomic_store_relaxed(&async->held_until,
+        atomic_store_relaxed(&async->tx.held_until,
                              ms ? time_msec() + ms : LLONG_MAX);
         msg = ms ? xasprintf("%s: Tx queue locks held for %u ms",
                              async->name, ms)
                  : xasprintf("%s: Tx queue locks held until released",
                              async->name);
     } else {
-        atomic_store_relaxed(&async->held_until, 0);
+        atomic_store_relaxed(&async->tx.held_until, 0);
         msg = xasprintf("%s: Tx queue locks released", async->name);
     }
     ovs_mutex_unlock(&async_mutex);

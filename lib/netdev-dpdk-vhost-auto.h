@@ -45,7 +45,7 @@ struct smap;
  * frame size instead: DMA at and above the threshold.
  *
  * The caller serializes the users of a queue (a Tx queue's senders by its
- * txq lock in netdev-dpdk-vhost-async.c, an Rx queue's by the PMD that
+ * txq lock in netdev-dpdk-vhost-tx.c, an Rx queue's by the PMD that
  * polls it in netdev-dpdk-vhost-rx.c) and performs the switch: in-flight
  * copies are retired before a queue goes back to the CPU, so that order
  * within the queue is kept.  Statistics and the path in use may be read

@@ -19,7 +19,7 @@
 
 /* What the vhost copy modes of both directions share: vring numbering, the
  * count of a vring's copies in flight, and statistics.  Tx lives in
- * netdev-dpdk-vhost-async.c, Rx in netdev-dpdk-vhost-rx.c. */
+ * netdev-dpdk-vhost-tx.c, Rx in netdev-dpdk-vhost-rx.c. */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -37,7 +37,7 @@ from ovs_async.watch import Responsiveness
 
 
 # How the sender of each async mode with a Tx queue lock meets a taken one
-# (copy_modes[]: 'puts_aside').  'ring' takes no lock, and 'cpu' is stock
+# (vhost_copy_modes[]: 'puts_aside').  'ring' takes no lock, and 'cpu' is stock
 # OVS's send, which the hold does not reach.
 WAITS = ("v3",)
 PUTS_ASIDE = ("defer", "auto")

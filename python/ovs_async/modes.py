@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """The vhost copy modes, in the order of ovs-vswitchd's table of modes
-(copy_modes[] in lib/netdev-dpdk-vhost-async.c), which
+(vhost_copy_modes[] in lib/netdev-dpdk-vhost-async.c), which
 "netdev-dpdk/vhost-copy-mode-get" prints on its "available:" line
 (tests/test_copy_modes.py checks that they agree), and the Rx copy modes
 (rx_copy_modes[] in lib/netdev-dpdk-vhost-rx.c, its "available Rx:"
