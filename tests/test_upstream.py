@@ -22,7 +22,7 @@ import re
 
 from ovs_async.sandbox import ensure_hugepages
 from ovs_async.upstream import (by_status, failure_details, rechecked,
-                                results, run_suite)
+                                run_suite)
 
 # Tests that cannot run on a VM without a DPDK-bound NIC or AVX512.
 ALLOWED_SKIPS = re.compile(r"phy port|add standard DPDK port|MFEX")
@@ -92,13 +92,23 @@ def test_check_dpdk(build):
 
 def test_check_upstream_subset(build):
     flags = "-j4 " + " ".join("-k " + k for k in CHECK_KEYWORDS)
+    # RECHECK=yes, as for check-dpdk and "--full": a test fails only if it
+    # fails again, alone.  Under a CPU hog on CPU 0, test 2652 ("nsh -
+    # triangle PTAP bridge setup with NSH over vxlan-gpe", in the list for
+    # "bridge", on the dummy datapath that our code never enters) once
+    # failed its check of the datapath's flows after "time/warp", which
+    # the revalidator had not caught up with.
     rc, out = run_suite(build, "check", flags,
-                        log_path(build, "check-subset.log"), 2400)
-    res = results(out)
+                        log_path(build, "check-subset.log"), 2400,
+                        extra=["RECHECK=yes"])
+    first, res = rechecked(out)
     failed = by_status(res, "FAILED")
     ok = by_status(res, "ok")
-    print("make check %s: %d ok, %d failed, %d total" % (
-        flags, len(ok), len(failed), len(res)))
+    print("make check %s: %d ok, %d failed, %d total; passed when run "
+          "again alone: %s" % (
+              flags, len(ok), len(failed), len(res),
+              sorted(set(by_status(first, "FAILED")) - set(failed))
+              or "none"))
     assert not failed and rc == 0, "%s\n%s" % (
         out[-3000:], failure_details(build, "testsuite", failed))
     # Every keyword selected tests, and the version check is among them.
