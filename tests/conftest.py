@@ -206,7 +206,8 @@ QUICK = [
     r"tests/test_foundation\.py::test_(one_version_identity|"
     r"bug_address_is_the_forks|autoreconf_leaves_no_stray_file|"
     r"guest_tool_bad_options|sandbox_bad_options|"
-    r"verifier_catches_corruption|late_answer_state)\b",
+    r"verifier_catches_corruption|late_answer_state|"
+    r"watch_catches_a_blocked_main_thread)\b",
     r"tests/test_dma_swcopy\.py::test_(driver_functional|"
     r"timed_hold_ends_while_idle)\b",
     r"tests/test_copy_modes\.py::test_mode_verified\[\w+-1518-\d\]",

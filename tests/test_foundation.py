@@ -28,7 +28,7 @@ from ovs_async import traffic
 from ovs_async.sandbox import (Sandbox, SandboxError, fork_define,
                                fork_version, upstream_version)
 from ovs_async.wait import wait_until
-from ovs_async.watch import late_answer_state
+from ovs_async.watch import ANSWER_S, Responsiveness, late_answer_state
 
 from conftest import TOP
 
@@ -304,7 +304,7 @@ def test_late_answer_state(sandbox):
         state = wait_until(lambda: (lambda s: s if re.search(
             r"^main thread: .* in poll ", s, re.M) and re.search(
                 r"^client: .* in (clock_)?nanosleep ", s, re.M) else None)(
-                late_answer_state(sb, sleeper.pid)), 10,
+                late_answer_state(sb, "/proc/%d" % sleeper.pid)), 10,
             "the idle main thread and the sleeping client are never seen "
             "in poll() and nanosleep()")
     finally:
@@ -325,7 +325,7 @@ def test_late_answer_state(sandbox):
             stdout=subprocess.PIPE, universal_newlines=True, env=sb.env)
         state = wait_until(lambda: (lambda s: s if re.search(
             r"^listener: +1 connections not accepted", s, re.M) else None)(
-                late_answer_state(sb, client.pid)), 10,
+                late_answer_state(sb, "/proc/%d" % client.pid)), 10,
             "the client's connection is never queued")
     finally:
         os.kill(vswitchd, signal.SIGCONT)
@@ -337,6 +337,35 @@ def test_late_answer_state(sandbox):
     assert client.returncode == 0 and "Open vSwitch" in out, out
     with open(os.path.join(sb.logdir, "ovs-vswitchd.late-answer")) as f:
         assert f.read().count("main thread: ") >= 2
+
+
+def test_watch_catches_a_blocked_main_thread(sandbox):
+    """The watch that the life-cycle tests and the soak run: quiet while
+    the switch answers (the control), and failing, with where the main
+    thread was, when the switch stops answering for longer than its bound
+    (stopped on purpose with SIGSTOP)."""
+    sb = sandbox
+    control = Responsiveness(sb)
+    control.start()
+    wait_until(lambda: control.count >= 20, 30, "the watch never asked")
+    control.finish()
+    assert control.worst < ANSWER_S and control.late is None
+
+    probe = Responsiveness(sb)
+    probe.start()
+    wait_until(lambda: probe.count >= 3, 30, "the watch never asked")
+    vswitchd = sb.procs["ovs-vswitchd"].pid
+    os.kill(vswitchd, signal.SIGSTOP)
+    try:
+        wait_until(lambda: probe.late, ANSWER_S * 3,
+                   "the watch did not notice the stopped switch")
+    finally:
+        os.kill(vswitchd, signal.SIGCONT)
+    with pytest.raises(SandboxError) as e:
+        probe.finish()
+    assert "main thread blocked" in str(e.value), e.value
+    assert re.search(r"^main thread: +\d+ ovs-vswitchd: state T, ",
+                     str(e.value), re.M), e.value
 
 
 def test_no_huge(sandbox_factory):

@@ -40,11 +40,25 @@ class Unixctl(object):
     def call(self, method, *params):
         """Runs one command.  Returns (error, result): the daemon's error
         text or None, and its output or None."""
+        self.send(method, *params)
+        return self.reply()
+
+    def send(self, method, *params):
+        """Sends one command; reply() waits for its answer."""
         self.next_id += 1
         req = {"method": method, "params": [str(p) for p in params],
                "id": self.next_id}
         try:
             self.sock.sendall(json.dumps(req).encode())
+        except OSError as e:
+            raise UnixctlError("%s: %s" % (method, e))
+
+    def reply(self):
+        """Waits for the answer to the command that send() sent last:
+        returns (error, result) as call() does.  Raises socket.timeout
+        (and keeps what came so far) if none came within the socket's
+        timeout, so that a caller may wait again."""
+        try:
             while True:
                 # One request at a time: the buffer holds its reply only.
                 text = self.buf.decode(errors="replace").strip()
@@ -62,8 +76,10 @@ class Unixctl(object):
                 if not data:
                     raise UnixctlError("connection closed by the daemon")
                 self.buf += data
+        except socket.timeout:
+            raise
         except OSError as e:
-            raise UnixctlError("%s: %s" % (method, e))
+            raise UnixctlError("reply: %s" % e)
 
     def close(self):
         self.sock.close()

@@ -17,11 +17,13 @@ event: it must answer 'ovs-appctl version' within ANSWER_S throughout (a
 bound on blocking, not a speed test)."""
 
 import os
+import socket
 import subprocess
 import threading
 import time
 
 from ovs_async.sandbox import SandboxError
+from ovs_async.unixctl import Unixctl, UnixctlError
 
 # The bound, in seconds.
 ANSWER_S = 5.0
@@ -69,13 +71,13 @@ def task_state(path):
                _read(path + "/wchan") or "-"))
 
 
-def late_answer_state(sb, client_pid):
+def late_answer_state(sb, client):
     """What the parties of a late answer are doing, without stopping any
-    of them: the ovs-appctl client, the switch's main thread, the
-    switch's control socket's queue of connections not yet accepted, and
-    the machine's runnable load.  Returns the text (also kept in the log
-    folder as ovs-vswitchd.late-answer)."""
-    lines = ["client:      " + task_state("/proc/%d" % client_pid)]
+    of them: the client (its task's /proc path), the switch's main
+    thread, the switch's control socket's queue of connections not yet
+    accepted, and the machine's runnable load.  Returns the text (also
+    kept in the log folder as ovs-vswitchd.late-answer)."""
+    lines = ["client:      " + task_state(client)]
     pid = sb.procs["ovs-vswitchd"].pid
     lines.append("main thread: " + task_state("/proc/%d/task/%d"
                                                 % (pid, pid)))
@@ -112,8 +114,13 @@ def late_answer_state(sb, client_pid):
 
 
 class Responsiveness(threading.Thread):
-    """Runs 'ovs-appctl version' back to back and records the slowest
-    answer (or that one never came)."""
+    """Asks the switch for its version back to back, as 'ovs-appctl
+    version' does but from this process, on a new connection each time,
+    and records the slowest answer (or that one never came).  A client
+    process of its own would add its start and its exit to the time, and
+    both can take seconds on a loaded machine: an ovs-appctl of the
+    sanitizer build was once seen 5 s late in the middle of its exit
+    (state D, tearing down its address space), after its answer."""
 
     def __init__(self, sb):
         super().__init__(daemon=True)
@@ -124,47 +131,56 @@ class Responsiveness(threading.Thread):
         # The switch's thread stacks, taken the first time an answer is
         # late (None: never late).
         self.stacks = None
-        # What the client, the main thread and the machine did then, and
-        # the client again once the stacks were taken.
+        # What this thread, the main thread and the machine did then, and
+        # this thread again once the stacks were taken.
         self.late = None
         self._done = threading.Event()
 
+    def _ask(self):
+        """One question.  Returns the seconds that taking the stacks
+        stopped the switch for, which are not the switch's."""
+        paused = 0.0
+        start = time.time()
+        try:
+            conn = Unixctl(self.sb.ctl_path(), timeout=ANSWER_S)
+        except UnixctlError as e:
+            if not self._done.is_set():
+                self.failures.append(str(e))
+            return paused
+        try:
+            conn.send("version")
+            try:
+                error, _ = conn.reply()
+            except socket.timeout:
+                # Late now: where everyone is, is what a failure must
+                # show.
+                if self.stacks is None:
+                    me = "/proc/self/task/%d" % threading.get_native_id()
+                    self.late = late_answer_state(self.sb, me)
+                    taken = time.time()
+                    self.stacks = self.sb.thread_stacks(
+                        "ovs-vswitchd.blocked-stacks") or ""
+                    paused = time.time() - taken
+                    self.late += ("\nafter %.1f s of taking stacks, "
+                                  "client: %s" % (paused, task_state(me)))
+                conn.sock.settimeout(max(
+                    1, ANSWER_S * 4 - (time.time() - start - paused)))
+                error, _ = conn.reply()
+            if error:
+                self.failures.append(error)
+        except socket.timeout:
+            self.failures.append("no answer in %d s" % (ANSWER_S * 4))
+        except UnixctlError as e:
+            if not self._done.is_set():
+                self.failures.append(str(e))
+        finally:
+            conn.close()
+        self.worst = max(self.worst, time.time() - start - paused)
+        return paused
+
     def run(self):
         while not self._done.is_set():
-            start = time.time()
-            # Taking the stacks stops the switch (gdb attaches to it) for
-            # as long as gdb takes under load: not the switch's time.
-            paused = 0.0
-            proc = subprocess.Popen(
-                [self.sb._bin("utilities/ovs-appctl"), "--timeout=%d"
-                 % (ANSWER_S * 4), "--target=" + self.sb.ctl_path(),
-                 "version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                universal_newlines=True, env=self.sb.env)
-            try:
-                try:
-                    out, err = proc.communicate(timeout=ANSWER_S)
-                except subprocess.TimeoutExpired:
-                    # Blocked now: where, is what a failure must show.
-                    if self.stacks is None:
-                        self.late = late_answer_state(self.sb, proc.pid)
-                        taken = time.time()
-                        self.stacks = self.sb.thread_stacks(
-                            "ovs-vswitchd.blocked-stacks") or ""
-                        paused = time.time() - taken
-                        self.late += ("\nafter %.1f s of taking stacks, "
-                                      "client: %s"
-                                      % (paused, task_state(
-                                          "/proc/%d" % proc.pid)))
-                    out, err = proc.communicate(
-                        timeout=max(1, ANSWER_S * 4
-                                    - (time.time() - start - paused)))
-                if proc.returncode and not self._done.is_set():
-                    self.failures.append(err.strip())
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                self.failures.append("no answer in %d s" % (ANSWER_S * 4))
-            self.worst = max(self.worst, time.time() - start - paused)
+            self._ask()
             self.count += 1
             time.sleep(0.05)
 
@@ -182,7 +198,7 @@ class Responsiveness(threading.Thread):
                     self.stacks or "(gdb not installed)")
                  if self.late else "")
         if self.failures:
-            raise SandboxError("ovs-appctl version failed: %s%s"
+            raise SandboxError("asking for the version failed: %s%s"
                                % (self.failures, where))
         if self.worst >= ANSWER_S:
             raise SandboxError("main thread blocked %.1f s%s"
