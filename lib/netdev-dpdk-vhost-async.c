@@ -767,7 +767,7 @@ vhost_async_must_reregister(struct vhost_async *async, const char *vhost_id,
     if (reset) {
         why = "to reset the device, whose copies on a DMA engine out of "
               "service can never complete";
-        vhost_stat_add(&async->stats.resets, 1);
+        vhost_stat_add(&async->tx.stats.resets, 1);
     } else if (relog) {
         why = "so that its connection gets vhost's datapath back";
     } else if (!(driver_flags & RTE_VHOST_USER_ASYNC_COPY)
@@ -1095,13 +1095,13 @@ reset_queues(struct vhost_async *async, int left, uint64_t stuck)
     if (left > 0) {
         int freed = 0;
 
-        vhost_stat_add(&async->stats.abandoned, left);
+        vhost_stat_add(&async->tx.stats.abandoned, left);
         netdev_dpdk_dma_retire(stuck, "it did not complete copies of a "
                                "vhost device that went away");
         for (int qid = 0; qid < MAX_TXQ; qid++) {
             freed += vhost_tx_held_release(&async->tx.txqs[qid], left - freed);
         }
-        vhost_stat_add(&async->stats.abandoned_freed, freed);
+        vhost_stat_add(&async->tx.stats.abandoned_freed, freed);
         VLOG_ERR("%s: %d DMA copies abandoned: their engine must not "
                  "complete them any more; the mbufs of %d of them were "
                  "freed, vhost keeps those of the other %d (until "
@@ -1632,7 +1632,7 @@ vhost_async_destroy_device(struct vhost_async *async, int vid)
 
         while (ring && !rte_ring_sc_dequeue(ring, &pkt)) {
             rte_pktmbuf_free(pkt);
-            vhost_stat_add(&async->stats.tx_failed, 1);
+            vhost_stat_add(&async->tx.stats.tx_failed, 1);
         }
     }
     /* A device reset (a guest that reboots) keeps the connection and
@@ -1893,7 +1893,7 @@ vhost_async_reconfigure(struct vhost_async *async, int vid, int n_txq)
 uint64_t
 vhost_async_tx_dropped(const struct vhost_async *async)
 {
-    return vhost_stat_get(&async->stats.tx_failed);
+    return vhost_stat_get(&async->tx.stats.tx_failed);
 }
 
 uint64_t
@@ -1902,62 +1902,12 @@ vhost_async_rx_dropped(const struct vhost_async *async)
     return vhost_rx_dropped(async->rx);
 }
 
-/* Switches of 'auto' to DMA and to the CPU, and bursts kept off DMA by an
- * engine's capacity, over all Tx queues. */
-static void
-auto_counts(const struct vhost_async *async, uint64_t *to_dma,
-            uint64_t *to_cpu, uint64_t *capped)
-{
-    *to_dma = *to_cpu = *capped = 0;
-    for (int i = 0; async->tx.autos && i < async->tx.n_txq; i++) {
-        *to_dma += vhost_auto_switches(&async->tx.autos[i], VHOST_AUTO_DMA);
-        *to_cpu += vhost_auto_switches(&async->tx.autos[i], VHOST_AUTO_CPU);
-        *capped += vhost_auto_capped(&async->tx.autos[i]);
-    }
-}
-
 void
 vhost_async_get_custom_stats(const struct vhost_async *async,
                              struct netdev_custom_stats *stats)
 {
-    uint64_t to_dma, to_cpu, capped;
-    uint64_t in_flight = 0;
-
     flush_vhost_thread_counts();
-    for (int i = 0; i < MAX_TXQ; i++) {
-        int v = vhost_tx_inflight(CONST_CAST(struct vhost_async *, async), i);
-
-        in_flight += MAX(v, 0);
-    }
-    auto_counts(async, &to_dma, &to_cpu, &capped);
-
-    const struct vhost_stat_value values[] = {
-        { "ovs_async_tx_inflight", in_flight },
-        { "ovs_async_tx_submitted", vhost_stat_get(&async->stats.submitted) },
-        { "ovs_async_tx_completed", vhost_stat_get(&async->stats.completed) },
-        { "ovs_async_tx_cpu_fallbacks",
-          vhost_stat_get(&async->stats.cpu_copies) },
-        { "ovs_async_tx_put_aside", vhost_stat_get(&async->stats.put_aside) },
-        { "ovs_async_tx_held_back", vhost_stat_get(&async->stats.held_back) },
-        { "ovs_async_tx_lock_wait_drops",
-          vhost_stat_get(&async->stats.lock_drops) },
-        { "ovs_async_tx_ring_full_drops",
-          vhost_stat_get(&async->stats.ring_full) },
-        { "ovs_async_tx_failure_drops",
-          vhost_stat_get(&async->stats.tx_failed) },
-        { "ovs_async_tx_abandoned", vhost_stat_get(&async->stats.abandoned) },
-        { "ovs_async_tx_abandoned_freed",
-          vhost_stat_get(&async->stats.abandoned_freed) },
-        { "ovs_async_tx_wedged_drops", vhost_stat_get(&async->stats.wedged) },
-        { "ovs_async_resets", vhost_stat_get(&async->stats.resets) },
-        { "ovs_async_auto_cpu_copies",
-          vhost_stat_get(&async->stats.auto_cpu) },
-        { "ovs_async_auto_switches_to_dma", to_dma },
-        { "ovs_async_auto_switches_to_cpu", to_cpu },
-        { "ovs_async_auto_dma_capped", capped },
-    };
-
-    vhost_stats_append(stats, values, ARRAY_SIZE(values));
+    vhost_tx_get_custom_stats(async, stats);
     vhost_rx_get_custom_stats(async->rx, stats);
 }
 
@@ -2206,21 +2156,21 @@ format_port(struct ds *reply, const struct vhost_async *async, int n_engines)
             vhost_rx_format_rxq(reply, a->rx, rx_cur, qid);
         }
     }
-    if (vhost_stat_get(&async->stats.abandoned)) {
+    if (vhost_stat_get(&async->tx.stats.abandoned)) {
         ds_put_format(reply, "  copies abandoned: %"PRIu64" (mbufs "
                       "freed: %"PRIu64")\n",
-                      vhost_stat_get(&async->stats.abandoned),
-                      vhost_stat_get(&async->stats.abandoned_freed));
+                      vhost_stat_get(&async->tx.stats.abandoned),
+                      vhost_stat_get(&async->tx.stats.abandoned_freed));
     }
     if (vhost_rx_dropped(async->rx)) {
         ds_put_format(reply, "  Rx packets dropped, their device gone: "
                       "%"PRIu64"\n", vhost_rx_dropped(async->rx));
     }
-    if (vhost_stat_get(&async->stats.resets)) {
+    if (vhost_stat_get(&async->tx.stats.resets)) {
         ds_put_format(reply, "  resets for a failed DMA engine: %"PRIu64
                       ", packets dropped while wedged: %"PRIu64"\n",
-                      vhost_stat_get(&async->stats.resets),
-                      vhost_stat_get(&async->stats.wedged));
+                      vhost_stat_get(&async->tx.stats.resets),
+                      vhost_stat_get(&async->tx.stats.wedged));
     }
 }
 

@@ -164,34 +164,6 @@ struct mode_request {
     char *option_value;         /* Last value seen, to spot changes. */
 };
 
-struct vhost_async_stats {
-    atomic_uint64_t submitted;      /* Packets handed to a DMA engine. */
-    atomic_uint64_t completed;      /* Packets whose copy completed. */
-    atomic_uint64_t cpu_copies;     /* Packets copied on the CPU for want
-                                     * of a dmadev. */
-    atomic_uint64_t auto_cpu;       /* Packets 'auto' chose to copy on the
-                                     * CPU. */
-    atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
-    atomic_uint64_t put_aside;      /* Packets put aside by a sender that
-                                     * found the txq lock taken. */
-    atomic_uint64_t held_back;      /* Packets that waited in the ring for
-                                     * copies in flight ('auto' leaving DMA,
-                                     * a sender without a work list). */
-    atomic_uint64_t lock_drops;     /* Drops of a sender without a work list
-                                     * that waited too long for a txq lock
-                                     * (vhost-txq-hold). */
-    atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
-                                     * gone, engine stuck). */
-    atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
-                                     * stuck). */
-    atomic_uint64_t abandoned_freed;    /* Of those, the Tx copies whose
-                                         * mbufs were freed (vhost keeps
-                                         * the Rx copies' mbufs). */
-    atomic_uint64_t wedged;         /* Drops of a queue whose copies sit on
-                                     * a dmadev out of service. */
-    atomic_uint64_t resets;         /* Connections reset for that. */
-};
-
 struct vhost_async {
     struct ovs_list node;           /* In 'all_ports', under async_mutex. */
     struct netdev *netdev;
@@ -237,7 +209,6 @@ struct vhost_async {
     char *vhost_id;                 /* Its socket's path, once registered.
                                      * Under async_mutex. */
 
-    struct vhost_async_stats stats;
     struct vhost_tx tx;             /* Tx queues (netdev-dpdk-vhost-tx.h). */
     struct vhost_rx *rx;            /* Rx queues (netdev-dpdk-vhost-rx.h). */
 };

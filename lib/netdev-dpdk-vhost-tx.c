@@ -224,7 +224,7 @@ vhost_tx_retire(struct vhost_async *async, struct vhost_async_txq *txq,
         int orig;
 
         atomic_sub_relaxed(&txq->copies.inflight, n, &orig);
-        vhost_stat_add(&async->stats.completed, n);
+        vhost_stat_add(&async->tx.stats.completed, n);
         dp_defer_counter_add(pmd_dma_completed, n);
         rte_pktmbuf_free_bulk(pkts, n);
     }
@@ -330,7 +330,7 @@ txq_wedged(struct vhost_async *async, int vid, int qid)
 static int
 drop_wedged(struct vhost_async *async, struct rte_mbuf **pkts, int cnt)
 {
-    vhost_stat_add(&async->stats.wedged, cnt);
+    vhost_stat_add(&async->tx.stats.wedged, cnt);
     rte_pktmbuf_free_bulk(pkts, cnt);
     return cnt;
 }
@@ -387,10 +387,10 @@ cpu_send(struct vhost_async *async, int vid, int qid,
     }
     if (sent) {
         if (chosen) {
-            vhost_stat_add(&async->stats.auto_cpu, sent);
+            vhost_stat_add(&async->tx.stats.auto_cpu, sent);
             dp_defer_counter_add(pmd_auto_cpu_copies, sent);
         } else {
-            vhost_stat_add(&async->stats.cpu_copies, sent);
+            vhost_stat_add(&async->tx.stats.cpu_copies, sent);
             dp_defer_counter_add(pmd_cpu_fallbacks, sent);
         }
     }
@@ -469,7 +469,7 @@ dma_send(struct vhost_async *async, int vid, int qid, int16_t dma,
         }
     }
     if (sent) {
-        vhost_stat_add(&async->stats.submitted, sent);
+        vhost_stat_add(&async->tx.stats.submitted, sent);
         dp_defer_counter_add(pmd_dma_submitted, sent);
     }
     if (sent < cnt) {
@@ -753,7 +753,7 @@ vhost_tx_ring_send(struct vhost_async *async, int vid OVS_UNUSED, int qid,
         n = rte_ring_mp_enqueue_burst(ring, (void **) pkts, cnt, NULL);
     }
     if (n < cnt) {
-        vhost_stat_add(&async->stats.ring_full, cnt - n);
+        vhost_stat_add(&async->tx.stats.ring_full, cnt - n);
         rte_pktmbuf_free_bulk(pkts + n, cnt - n);
     }
     return cnt - n;
@@ -843,7 +843,7 @@ send_from_ring(struct vhost_async *async, int vid, int qid, send_func *send,
             n_dma += dma;
         }
         if (lost) {
-            vhost_stat_add(&async->stats.tx_failed, lost);
+            vhost_stat_add(&async->tx.stats.tx_failed, lost);
         }
     }
     return n_dma;
@@ -982,15 +982,15 @@ set_aside(struct vhost_async *async, int qid, struct rte_mbuf **pkts,
         switch (why) {
         case ASIDE_LOCKED:
             COVERAGE_ADD(vhost_async_tx_deferred, n);
-            vhost_stat_add(&async->stats.put_aside, n);
+            vhost_stat_add(&async->tx.stats.put_aside, n);
             dp_defer_counter_add(pmd_put_aside, n);
             break;
         case ASIDE_LEAVING:
             COVERAGE_ADD(vhost_async_auto_leaving, n);
-            vhost_stat_add(&async->stats.held_back, n);
+            vhost_stat_add(&async->tx.stats.held_back, n);
             break;
         case ASIDE_NO_LIST:
-            vhost_stat_add(&async->stats.held_back, n);
+            vhost_stat_add(&async->tx.stats.held_back, n);
             break;
         }
         defer_or_sweep(async, qid, 0);
@@ -1083,7 +1083,7 @@ vhost_async_send(struct vhost_async *async, int vid, int qid,
         pkts += n;
         cnt -= n;
         if (!txq_lock(async, tx_lock)) {
-            vhost_stat_add(&async->stats.lock_drops, cnt);
+            vhost_stat_add(&async->tx.stats.lock_drops, cnt);
             rte_pktmbuf_free_bulk(pkts, cnt);
             return cnt;
         }
@@ -1197,7 +1197,7 @@ vhost_tx_free_rings(struct vhost_async *async)
 
             while (!rte_ring_sc_dequeue(ring, &pkt)) {
                 rte_pktmbuf_free(pkt);
-                vhost_stat_add(&async->stats.tx_failed, 1);
+                vhost_stat_add(&async->tx.stats.tx_failed, 1);
             }
             rte_ring_free(ring);
             async->tx.txqs[i].ring = NULL;
@@ -1266,4 +1266,64 @@ vhost_tx_aside_enter(struct vhost_async *async, int n_txq,
 {
     alloc_rings(async, n_txq);
     return true;
+}
+
+/* ---- Statistics --------------------------------------------------------- */
+
+/* Switches of 'auto' to DMA and to the CPU, and bursts kept off DMA by an
+ * engine's capacity, over all Tx queues. */
+static void
+auto_counts(const struct vhost_async *async, uint64_t *to_dma,
+            uint64_t *to_cpu, uint64_t *capped)
+{
+    *to_dma = *to_cpu = *capped = 0;
+    for (int i = 0; async->tx.autos && i < async->tx.n_txq; i++) {
+        *to_dma += vhost_auto_switches(&async->tx.autos[i], VHOST_AUTO_DMA);
+        *to_cpu += vhost_auto_switches(&async->tx.autos[i], VHOST_AUTO_CPU);
+        *capped += vhost_auto_capped(&async->tx.autos[i]);
+    }
+}
+
+void
+vhost_tx_get_custom_stats(const struct vhost_async *async,
+                          struct netdev_custom_stats *stats)
+{
+    const struct vhost_async_stats *st = &async->tx.stats;
+    uint64_t to_dma, to_cpu, capped;
+    uint64_t in_flight = 0;
+
+    for (int i = 0; i < MAX_TXQ; i++) {
+        int v = vhost_tx_inflight(CONST_CAST(struct vhost_async *, async), i);
+
+        in_flight += MAX(v, 0);
+    }
+    auto_counts(async, &to_dma, &to_cpu, &capped);
+
+    const struct vhost_stat_value values[] = {
+        { "ovs_async_tx_inflight", in_flight },
+        { "ovs_async_tx_submitted", vhost_stat_get(&st->submitted) },
+        { "ovs_async_tx_completed", vhost_stat_get(&st->completed) },
+        { "ovs_async_tx_cpu_fallbacks",
+          vhost_stat_get(&st->cpu_copies) },
+        { "ovs_async_tx_put_aside", vhost_stat_get(&st->put_aside) },
+        { "ovs_async_tx_held_back", vhost_stat_get(&st->held_back) },
+        { "ovs_async_tx_lock_wait_drops",
+          vhost_stat_get(&st->lock_drops) },
+        { "ovs_async_tx_ring_full_drops",
+          vhost_stat_get(&st->ring_full) },
+        { "ovs_async_tx_failure_drops",
+          vhost_stat_get(&st->tx_failed) },
+        { "ovs_async_tx_abandoned", vhost_stat_get(&st->abandoned) },
+        { "ovs_async_tx_abandoned_freed",
+          vhost_stat_get(&st->abandoned_freed) },
+        { "ovs_async_tx_wedged_drops", vhost_stat_get(&st->wedged) },
+        { "ovs_async_resets", vhost_stat_get(&st->resets) },
+        { "ovs_async_auto_cpu_copies",
+          vhost_stat_get(&st->auto_cpu) },
+        { "ovs_async_auto_switches_to_dma", to_dma },
+        { "ovs_async_auto_switches_to_cpu", to_cpu },
+        { "ovs_async_auto_dma_capped", capped },
+    };
+
+    vhost_stats_append(stats, values, ARRAY_SIZE(values));
 }

@@ -40,6 +40,7 @@
 
 struct copy_mode;
 struct ds;
+struct netdev_custom_stats;
 struct rte_mbuf;
 struct rte_ring;
 struct vhost_async;
@@ -93,6 +94,36 @@ struct vhost_async_txq {
     );
 };
 
+/* Counters of a port's Tx queues (ovs_async_tx_* in its statistics), and
+ * of the resets of its connection, for a Tx or an Rx queue. */
+struct vhost_async_stats {
+    atomic_uint64_t submitted;      /* Packets handed to a DMA engine. */
+    atomic_uint64_t completed;      /* Packets whose copy completed. */
+    atomic_uint64_t cpu_copies;     /* Packets copied on the CPU for want
+                                     * of a dmadev. */
+    atomic_uint64_t auto_cpu;       /* Packets 'auto' chose to copy on the
+                                     * CPU. */
+    atomic_uint64_t ring_full;      /* 'ring' mode drops, ring full. */
+    atomic_uint64_t put_aside;      /* Packets put aside by a sender that
+                                     * found the txq lock taken. */
+    atomic_uint64_t held_back;      /* Packets that waited in the ring for
+                                     * copies in flight ('auto' leaving DMA,
+                                     * a sender without a work list). */
+    atomic_uint64_t lock_drops;     /* Drops of a sender without a work list
+                                     * that waited too long for a txq lock
+                                     * (vhost-txq-hold). */
+    atomic_uint64_t tx_failed;      /* Other async drops (vring full, device
+                                     * gone, engine stuck). */
+    atomic_uint64_t abandoned;      /* Copies a clear gave up on (engine
+                                     * stuck). */
+    atomic_uint64_t abandoned_freed;    /* Of those, the Tx copies whose
+                                         * mbufs were freed (vhost keeps
+                                         * the Rx copies' mbufs). */
+    atomic_uint64_t wedged;         /* Drops of a queue whose copies sit on
+                                     * a dmadev out of service. */
+    atomic_uint64_t resets;         /* Connections reset for that. */
+};
+
 /* A port's Tx queues, in its struct vhost_async. */
 struct vhost_tx {
     struct vhost_async_txq *txqs;   /* MAX_TXQ entries. */
@@ -107,6 +138,7 @@ struct vhost_tx {
                                      * aside that no deferred work list
                                      * takes care of: the PMDs that poll the
                                      * port's Rx queues do (sweep_port()). */
+    struct vhost_async_stats stats;
 };
 
 /* The functions that the rows of vhost_copy_modes[] name (see struct
@@ -151,6 +183,11 @@ void vhost_tx_vq_lock(struct vhost_async *, int qid);
 void vhost_tx_vq_unlock(struct vhost_async *, int qid);
 int vhost_tx_inflight(struct vhost_async *, int qid);
 bool vhost_tx_engines_dead(struct vhost_async *, int qid);
+
+/* Appends the interface statistics of the Tx queues of 'async'
+ * (ovs_async_tx_..., ovs_async_auto_..., ovs_async_resets). */
+void vhost_tx_get_custom_stats(const struct vhost_async *,
+                               struct netdev_custom_stats *);
 
 /* Registers the per-PMD counters of Tx copies (once). */
 void vhost_tx_init(void);

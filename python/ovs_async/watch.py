@@ -13,8 +13,8 @@
 # limitations under the License.
 
 """Watches ovs-vswitchd's main thread while a test or the soak causes an
-event: it must answer 'ovs-appctl version' within ANSWER_S throughout (a
-bound on blocking, not a speed test)."""
+event: it must answer a 'version' request (what 'ovs-appctl version' sends)
+within ANSWER_S throughout (a bound on blocking, not a speed test)."""
 
 import os
 import socket
