@@ -374,6 +374,59 @@ def test_vm_queue_count_change_with_copies_held(vms, mode):
         unpin_auto(sb, mode)
 
 
+def test_vm_enable_of_an_enabled_vring_with_copies_held(vms):
+    """vm-b's driver goes from one queue pair to two (ethtool -L) while
+    the engine holds copies into the first: QEMU then enables every vring
+    of the new count, the first pair's, enabled already, among them, and
+    vhost (22.11 and 24.11 alike) refuses to enable a vring with copies in
+    flight ("failed to enable vring"), which fails the message and closes
+    the connection.  The switch passes over that enable, and counts it:
+    vm-b stays connected, the copies complete when the engine resumes, and
+    both pairs carry verified traffic (issue 22: the workaround stays only
+    while its test fails without it)."""
+    sb, a, b = vms
+
+    def closed():
+        with open(sb.vswitchd_log) as f:
+            log = f.read()
+        return (len(re.findall(r"v1\.sock' connection has been destroyed",
+                               log)), log.count("failed to enable vring"))
+    pin_auto(sb, "defer")
+    try:
+        set_mode(sb, "defer")
+        set_pairs(sb, b, 1)
+        fetch_verified(a, b)
+        base = sb.mempool_in_use()
+
+        # With one queue pair, the PMD sends the stream on v1's txq 0.
+        udp_stream(sb, a, b, 12)
+        passed = sb.coverage("vhost_async_enable_passed_over")
+        before = closed()
+        probe = Responsiveness(sb)
+        probe.start()
+        held = hold_v1_copies(sb, txq=0)
+        sb.swcopy("hold", ENGINE, RELEASE_MS)
+        try:
+            set_pairs(sb, b, 2)
+        finally:
+            sb.swcopy("release", ENGINE)
+        probe.finish()
+        # The moment came: an enable of vring 0 with its copies in flight.
+        wait_until(lambda: sb.coverage("vhost_async_enable_passed_over")
+                   > passed, 10, "no enable of an enabled vring was seen "
+                   "with copies in flight")
+        assert closed() == before, "v1's connection closed (%d times), " \
+            "enables refused (%d times)" % tuple(
+                n - m for n, m in zip(closed(), before))
+        print("%d copies of txq 0 held while vm-b enabled its queue pairs "
+              "again" % held)
+
+        a.run("while pidof iperf3; do sleep 1; done", timeout=60)
+        check_recovered(sb, a, b, base)
+    finally:
+        engine_back(sb)
+
+
 def v1_sent(sb):
     """Packets the switch sent to vm-b (0 while its counters cannot be
     read)."""
