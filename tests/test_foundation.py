@@ -304,9 +304,10 @@ def test_late_answer_state(sandbox):
         state = wait_until(lambda: (lambda s: s if re.search(
             r"^main thread: .* in poll ", s, re.M) and re.search(
                 r"^client: .* in (clock_)?nanosleep ", s, re.M) else None)(
-                late_answer_state(sb, "/proc/%d" % sleeper.pid)), 10,
-            "the idle main thread and the sleeping client are never seen "
-            "in poll() and nanosleep()")
+                late_answer_state(sb, "/proc/%d" % sleeper.pid)), 30,
+            lambda: "the idle main thread and the sleeping client are never "
+            "seen in poll() and nanosleep():\n"
+            + late_answer_state(sb, "/proc/%d" % sleeper.pid))
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -320,17 +321,20 @@ def test_late_answer_state(sandbox):
     os.kill(vswitchd, signal.SIGSTOP)
     try:
         client = subprocess.Popen(
-            [sb._bin("utilities/ovs-appctl"), "--timeout=30",
+            [sb._bin("utilities/ovs-appctl"), "--timeout=90",
              "--target=" + sb.ctl_path(), "version"],
             stdout=subprocess.PIPE, universal_newlines=True, env=sb.env)
+        # Its connection queued, the client sends its request and waits
+        # for the answer in poll().
         state = wait_until(lambda: (lambda s: s if re.search(
-            r"^listener: +1 connections not accepted", s, re.M) else None)(
-                late_answer_state(sb, "/proc/%d" % client.pid)), 10,
-            "the client's connection is never queued")
+            r"^listener: +1 connections not accepted", s, re.M)
+            and re.search(r"^client: +\d+ ovs-appctl: state S, .* in poll ",
+                          s, re.M) else None)(
+                late_answer_state(sb, "/proc/%d" % client.pid)), 30,
+            lambda: "the client is never seen queued and waiting:\n"
+            + late_answer_state(sb, "/proc/%d" % client.pid))
     finally:
         os.kill(vswitchd, signal.SIGCONT)
-    assert re.search(r"^client: +\d+ ovs-appctl: state S, .* in poll ",
-                     state, re.M), state
     assert re.search(r"^main thread: +\d+ ovs-vswitchd: state T, ", state,
                      re.M), state
     out, _ = client.communicate(timeout=30)
