@@ -335,6 +335,22 @@ def test_vm_reboot_and_kill_with_copies_held(vms, mode, event):
         unpin_auto(sb, mode)
 
 
+def pairs_with_copies_held(sb, b, txq, pairs):
+    """With the main thread watched, holds the engine until HELD copies to
+    v1's Tx queue 'txq' are in flight, then has vm-b use 'pairs' queue
+    pairs, the engine resuming RELEASE_MS into it.  Returns the watch
+    (still running) and the copies held."""
+    probe = Responsiveness(sb)
+    probe.start()
+    held = hold_v1_copies(sb, txq=txq)
+    sb.swcopy("hold", ENGINE, RELEASE_MS)
+    try:
+        set_pairs(sb, b, pairs)
+    finally:
+        sb.swcopy("release", ENGINE)
+    return probe, held
+
+
 @pytest.mark.parametrize("mode", list(ASYNC_MODES))
 def test_vm_queue_count_change_with_copies_held(vms, mode):
     """vm-b's driver disables its second queue pair (ethtool -L, a control
@@ -354,14 +370,7 @@ def test_vm_queue_count_change_with_copies_held(vms, mode):
         # The switch sends the stream on v1's txq 1 (its PMD has Tx queue
         # id 1).
         udp_stream(sb, a, b, 12)
-        probe = Responsiveness(sb)
-        probe.start()
-        held = hold_v1_copies(sb, txq=1)
-        sb.swcopy("hold", ENGINE, RELEASE_MS)
-        try:
-            set_pairs(sb, b, 1)
-        finally:
-            sb.swcopy("release", ENGINE)
+        probe, held = pairs_with_copies_held(sb, b, 1, 1)
         assert sb.txq_inflight()["v1"].get(1, 0) <= 0, sb.txq_inflight()
         set_pairs(sb, b, 2)
         probe.finish()
@@ -404,14 +413,7 @@ def test_vm_enable_of_an_enabled_vring_with_copies_held(vms):
         udp_stream(sb, a, b, 12)
         passed = sb.coverage("vhost_async_enable_passed_over")
         before = closed()
-        probe = Responsiveness(sb)
-        probe.start()
-        held = hold_v1_copies(sb, txq=0)
-        sb.swcopy("hold", ENGINE, RELEASE_MS)
-        try:
-            set_pairs(sb, b, 2)
-        finally:
-            sb.swcopy("release", ENGINE)
+        probe, held = pairs_with_copies_held(sb, b, 0, 2)
         probe.finish()
         # vhost refused no enable, and kept the connection.
         assert closed() == before, "v1's connection closed (%d times), " \
